@@ -1,0 +1,1 @@
+"""nbgrader glue: test helpers for notebooks, preprocessors, submission checks, CLI."""

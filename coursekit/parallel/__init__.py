@@ -1,0 +1,1 @@
+"""Parallel training: collectives, pipeline schedules, the parallelism advisor, scaling."""

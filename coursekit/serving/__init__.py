@@ -1,0 +1,1 @@
+"""Serving: KV cache, speculative decoding, batching simulators."""

@@ -1,0 +1,1 @@
+"""Training: FLOPs, memory, roofline, input pipeline."""

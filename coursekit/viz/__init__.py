@@ -1,0 +1,1 @@
+"""Plots (matplotlib) and explorers (ipywidgets). The only place that draws."""
