@@ -1,0 +1,251 @@
+"""Build the course: notebooks/*.py -> source/ -> release/ and samples/.
+
+Everything here is deterministic: running :func:`build` twice gives the same bytes,
+and :func:`check_up_to_date` proves the committed files are what it produces today.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from . import authoring
+
+ASSIGNMENT = re.compile(r"^\d\d_[a-z0-9_]+$")
+SAMPLE_STUDENTS = ("alice", "bob", "carol")
+"""alice submits the full solution, bob the answers tagged ``partial``, carol the
+untouched release notebook."""
+LEAK_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+
+
+def course_root(start=None) -> Path:
+    """The course directory: $COURSEKIT_COURSE_ROOT, or the nearest folder upward
+    from ``start`` (default: cwd) holding ``nbgrader_config.py``."""
+    env = os.environ.get("COURSEKIT_COURSE_ROOT")
+    if env:
+        return Path(env).resolve()
+    here = Path(start or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "nbgrader_config.py").is_file() and (folder / "notebooks").is_dir():
+            return folder
+    raise FileNotFoundError(
+        f"no course directory (with nbgrader_config.py and notebooks/) at or above {here}")
+
+
+def assignments(root: Path) -> list:
+    """Assignment ids: the ``NN_name.py`` files in notebooks/, sorted."""
+    return sorted(p.stem for p in (root / "notebooks").glob("*.py") if ASSIGNMENT.match(p.stem))
+
+
+def nbgrader_env(extra=None) -> dict:
+    """Environment for nbgrader subprocesses: this interpreter's bin first on PATH
+    (nbgrader runs ``alembic`` from PATH when it creates a gradebook)."""
+    env = dict(os.environ)
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    env.setdefault("MPLBACKEND", "Agg")
+    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_nbgrader(root: Path, *args, env=None, check=True) -> subprocess.CompletedProcess:
+    """Run ``nbgrader ARGS`` in the course root with the course config."""
+    cmd = [sys.executable, "-m", "nbgrader", *args]
+    proc = subprocess.run(cmd, cwd=root, env=nbgrader_env(env), capture_output=True,
+                          text=True)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"`nbgrader {' '.join(args)}` failed ({proc.returncode}):\n"
+                           + proc.stdout[-3000:] + proc.stderr[-3000:])
+    return proc
+
+
+def colab_install_spec(root: Path) -> str:
+    """``[tool.coursekit] colab-install`` from pyproject.toml: what the setup cell installs."""
+    import tomllib
+
+    pyproject = root / "pyproject.toml"
+    if not pyproject.exists():
+        raise FileNotFoundError(f"{pyproject} is missing")
+    spec = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get(
+        "coursekit", {}).get("colab-install")
+    if not spec or '"' in spec:
+        raise ValueError("pyproject.toml needs [tool.coursekit] colab-install = '<wheel URL>'")
+    return spec
+
+
+def source_notebook(root: Path, aid: str) -> nbformat.NotebookNode:
+    """The source notebook built from notebooks/<aid>.py, without outputs."""
+    text = authoring.read_py(root / "notebooks" / f"{aid}.py")
+    text = text.replace("{{COURSEKIT_INSTALL}}", colab_install_spec(root))
+    return authoring.py_to_notebook(text, aid)
+
+
+def _clean_outputs(outputs) -> list:
+    out = []
+    for o in outputs:
+        o = dict(o)
+        if "execution_count" in o:
+            o["execution_count"] = None
+        o.pop("metadata", None) if o.get("output_type") == "stream" else None
+        out.append(o)
+    return out
+
+
+def execute_pinned(nb, workdir: Path, timeout=120) -> nbformat.NotebookNode:
+    """Execute ``nb`` once and keep the outputs of pinned cells only."""
+    from nbclient import NotebookClient
+
+    if not any(authoring.pinned(c) for c in nb.cells):
+        return nb
+    run = nbformat.from_dict(json.loads(json.dumps(nb)))
+    NotebookClient(run, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(workdir)}}).execute()
+    for cell, done in zip(nb.cells, run.cells):
+        if authoring.pinned(cell):
+            cell.outputs = [nbformat.from_dict(o) for o in _clean_outputs(done.outputs)]
+    return nb
+
+
+def copy_pinned(nb, committed) -> nbformat.NotebookNode:
+    """Copy pinned outputs from an already built notebook with the same cells."""
+    old = {c.get("id"): c for c in committed.cells}
+    for cell in nb.cells:
+        if authoring.pinned(cell) and cell.get("id") in old:
+            cell.outputs = old[cell["id"]].get("outputs", [])
+    return nb
+
+
+def write_source(root: Path, aid: str, execute=True) -> Path:
+    """Write source/<aid>/<aid>.ipynb (pinned outputs executed, or copied when
+    ``execute`` is False and a built notebook exists)."""
+    folder = root / "source" / aid
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{aid}.ipynb"
+    nb = source_notebook(root, aid)
+    if execute:
+        nb = execute_pinned(nb, folder)
+    elif path.exists():
+        nb = copy_pinned(nb, nbformat.read(path, as_version=4))
+    path.write_text(authoring.dumps(nb), encoding="utf-8")
+    return path
+
+
+def write_samples(root: Path, aid: str) -> list:
+    """samples/<student>/<aid>/<aid>.ipynb for the three sample students."""
+    text = authoring.read_py(root / "notebooks" / f"{aid}.py")
+    src = nbformat.read(root / "source" / aid / f"{aid}.ipynb", as_version=4)
+    rel = nbformat.read(root / "release" / aid / f"{aid}.ipynb", as_version=4)
+    fills = {"alice": authoring.all_answer_ids(text),
+             "bob": authoring.partial_ids(text), "carol": set()}
+    paths = []
+    for student in SAMPLE_STUDENTS:
+        nb = authoring.fill_answers(rel, src, fills[student])
+        path = root / "samples" / student / aid / f"{aid}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(authoring.dumps(nb), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def release_leaks(root: Path, aids=None) -> list:
+    """Problems found in release/: solution or hidden-test markers, or any line of a
+    solution region or hidden-test region of the source notebook."""
+    problems = []
+    for aid in aids or assignments(root):
+        src = nbformat.read(root / "source" / aid / f"{aid}.ipynb", as_version=4)
+        rel_dir = root / "release" / aid
+        texts = {p: p.read_text(encoding="utf-8", errors="replace")
+                 for p in rel_dir.rglob("*") if p.is_file()}
+        secret_lines = set()
+        for cell in src.cells:
+            for region in re.findall(
+                    r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", cell.source, re.S):
+                for line in region[1].splitlines():
+                    line = line.strip()
+                    if len(line) >= 12 and not line.startswith("#"):
+                        secret_lines.add(line)
+        for path, text in texts.items():
+            for marker in LEAK_MARKERS:
+                if marker in text:
+                    problems.append(f"{path.relative_to(root)}: contains {marker!r}")
+            body = text
+            if path.suffix == ".ipynb":
+                nb = nbformat.reads(text, as_version=4)
+                body = "\n".join(c.source for c in nb.cells)
+            for line in sorted(secret_lines):
+                if line in body:
+                    problems.append(f"{path.relative_to(root)}: contains source-only line "
+                                    f"{line[:60]!r}")
+    return problems
+
+
+def build(root: Path, only=None, execute=True, log=print) -> list:
+    """Build source, release and samples for every (or ``only``) assignment."""
+    aids = [a for a in assignments(root) if not only or a in only]
+    if only and set(only) - set(aids):
+        raise ValueError(f"unknown assignment(s) {sorted(set(only) - set(aids))}; "
+                         f"known: {assignments(root)}")
+    for aid in aids:
+        log(f"[build] {aid}: source notebook" + (" (executing pinned cells)" if execute else ""))
+        write_source(root, aid, execute=execute)
+        log(f"[build] {aid}: nbgrader generate_assignment --force")
+        shutil.rmtree(root / "release" / aid, ignore_errors=True)
+        run_nbgrader(root, "generate_assignment", aid, "--force")
+        write_samples(root, aid)
+    problems = release_leaks(root, aids)
+    if problems:
+        raise RuntimeError("release/ leaks source-only text:\n  " + "\n  ".join(problems))
+    log(f"[build] {len(aids)} assignment(s) built; release/ checked: no solution or "
+        "hidden-test text")
+    return aids
+
+
+TRACKED_OUTPUTS = ("source", "release", "samples")
+
+
+def check_up_to_date(root: Path, log=print) -> list:
+    """Rebuild into a scratch copy (pinned outputs copied, not re-executed) and list
+    every generated file that differs from the committed one."""
+    with tempfile.TemporaryDirectory(prefix="coursekit-build-") as tmp:
+        scratch = Path(tmp) / "course"
+        scratch.mkdir()
+        for name in ("nbgrader_config.py", "pyproject.toml", "notebooks", *TRACKED_OUTPUTS):
+            src = root / name
+            if src.is_dir():
+                shutil.copytree(src, scratch / name)
+            elif src.exists():
+                shutil.copy2(src, scratch / name)
+        env_db = str(scratch / "gradebook.db")
+        old = os.environ.get("COURSEKIT_GRADEBOOK")
+        os.environ["COURSEKIT_GRADEBOOK"] = env_db
+        try:
+            for name in ("release", "samples"):
+                shutil.rmtree(scratch / name, ignore_errors=True)
+            build(scratch, execute=False, log=log)
+        finally:
+            if old is None:
+                os.environ.pop("COURSEKIT_GRADEBOOK", None)
+            else:
+                os.environ["COURSEKIT_GRADEBOOK"] = old
+        differences = []
+        for name in TRACKED_OUTPUTS:
+            new = {p.relative_to(scratch) for p in (scratch / name).rglob("*") if p.is_file()}
+            have = {p.relative_to(root) for p in (root / name).rglob("*") if p.is_file()}
+            for rel in sorted(new | have):
+                if rel not in have:
+                    differences.append(f"{rel}: missing (run `make build`)")
+                elif rel not in new:
+                    differences.append(f"{rel}: not produced by the build (stale file)")
+                elif (scratch / rel).read_bytes() != (root / rel).read_bytes():
+                    differences.append(f"{rel}: differs from a fresh build")
+        return differences

@@ -1,0 +1,133 @@
+"""Command line of the course's grading pipeline: ``python -m coursekit.grading CMD``.
+
+Commands: ``build`` (notebooks -> source -> release -> samples, leak check),
+``verify-build`` (committed files equal a fresh build), ``collect`` (copy the sample
+class into submitted/), ``grade``, ``feedback``, ``report`` and ``demo`` (all of it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from . import build as buildmod
+from . import pipeline
+
+
+def _root(args) -> Path:
+    return buildmod.course_root(args.root)
+
+
+def cmd_build(args) -> int:
+    buildmod.build(_root(args), only=args.only, execute=not args.no_execute)
+    return 0
+
+
+def cmd_verify_build(args) -> int:
+    root = _root(args)
+    diffs = buildmod.check_up_to_date(root, log=lambda *_: None)
+    leaks = buildmod.release_leaks(root)
+    for line in diffs + leaks:
+        print(line)
+    if diffs or leaks:
+        print("generated files are out of date or leak: run `make build` and commit")
+        return 1
+    print("source/, release/ and samples/ are exactly what `make build` produces")
+    return 0
+
+
+def cmd_collect(args) -> int:
+    root = _root(args)
+    n = pipeline.collect_samples(root)
+    print(f"[collect] copied {n} sample submission(s) from samples/ into submitted/")
+    return 0
+
+
+def cmd_grade(args) -> int:
+    root = _root(args)
+    outcomes = pipeline.grade(root, assignments=args.assignment, students=args.student)
+    bad = [k for k, v in outcomes.items() if v["status"] != "graded"]
+    print(f"[grade] {len(outcomes)} submission(s) graded, {len(bad)} need attention")
+    return 0
+
+
+def cmd_feedback(args) -> int:
+    root = _root(args)
+    paths = pipeline.feedback(root, assignments=args.assignment)
+    print(f"[feedback] {len(paths)} feedback file(s) under {root / 'feedback'}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    root = _root(args)
+    rows, paths = pipeline.report(root)
+    from .report import to_table
+
+    print(to_table(rows))
+    print(f"\nreports: {paths['csv']}  {paths['txt']}")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    root = _root(args)
+    print("== 1/5 build release/ from source/ ==")
+    buildmod.build(root, execute=not args.no_execute)
+    print("== 2/5 collect the sample class (alice: solution, bob: partial, carol: untouched) ==")
+    for folder in ("submitted", "autograded", "feedback"):
+        shutil.rmtree(root / folder, ignore_errors=True)
+    (root / "gradebook.db").unlink(missing_ok=True)
+    pipeline.collect_samples(root)
+    print("== 3/5 autograde ==")
+    pipeline.grade(root)
+    print("== 4/5 feedback ==")
+    paths = pipeline.feedback(root)
+    print("== 5/5 report ==")
+    rows, reports = pipeline.report(root)
+    from .report import to_table
+
+    print(to_table(rows))
+    print(f"\nfeedback: {len(paths)} HTML file(s) under {root / 'feedback'}/<student>/<assignment>/")
+    for p in paths[:3]:
+        print(f"  e.g. {p.relative_to(root)}")
+    print(f"reports:  {reports['csv'].relative_to(root)}, {reports['txt'].relative_to(root)}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m coursekit.grading",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--root", help="course directory (default: found from cwd)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("build", help="generate source/, release/ and samples/")
+    p.add_argument("--only", nargs="+", help="assignment ids")
+    p.add_argument("--no-execute", action="store_true",
+                   help="do not execute pinned cells (keep the committed pinned outputs)")
+    p.set_defaults(func=cmd_build)
+    p = sub.add_parser("verify-build", help="fail if generated files are stale or leak")
+    p.set_defaults(func=cmd_verify_build)
+    p = sub.add_parser("collect", help="copy samples/ into submitted/")
+    p.set_defaults(func=cmd_collect)
+    p = sub.add_parser("grade", help="autograde submitted/")
+    p.add_argument("--assignment", nargs="+")
+    p.add_argument("--student", nargs="+")
+    p.set_defaults(func=cmd_grade)
+    p = sub.add_parser("feedback", help="generate feedback HTML (hidden tests stripped)")
+    p.add_argument("--assignment", nargs="+")
+    p.set_defaults(func=cmd_feedback)
+    p = sub.add_parser("report", help="score table and CSV with error statuses")
+    p.set_defaults(func=cmd_report)
+    p = sub.add_parser("demo", help="build, collect samples, grade, feedback, report")
+    p.add_argument("--no-execute", action="store_true")
+    p.set_defaults(func=cmd_demo)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

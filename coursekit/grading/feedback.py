@@ -1,0 +1,54 @@
+"""nbgrader feedback preprocessor that keeps hidden tests hidden.
+
+nbgrader's feedback HTML shows the hidden-test source and the tracebacks that quote it
+(nbgrader issues #917, #1363). :class:`StripHiddenTests` replaces every hidden region in
+test cells with a one-line notice and reduces every error output to its one-line
+message (``AssertionError: kv_cache_bytes is not right (got 12.0)``), so pass/fail,
+points and the message stay while the test code does not.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nbconvert.preprocessors import Preprocessor
+from traitlets import Bool, Unicode
+
+HIDDEN_REGION = re.compile(
+    r"^[ \t]*### BEGIN HIDDEN TESTS[ \t]*$.*?^[ \t]*### END HIDDEN TESTS[ \t]*$\n?",
+    re.DOTALL | re.MULTILINE)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def strip_hidden_source(source: str, notice: str) -> str:
+    """Replace each hidden-test region (markers included) with ``notice``."""
+    return HIDDEN_REGION.sub(notice + "\n", source)
+
+
+def one_line_error(output) -> list:
+    """The traceback of an error output reduced to ``ename: first line of evalue``."""
+    evalue = ANSI.sub("", str(output.get("evalue", ""))).strip().splitlines()
+    first = evalue[0] if evalue else ""
+    return [f"{output.get('ename', 'Error')}: {first}"[:300]]
+
+
+class StripHiddenTests(Preprocessor):
+    """Remove hidden-test code and tracebacks from autograded notebooks before feedback."""
+
+    show_hidden_tests = Bool(
+        False, help="Show hidden tests in feedback (e.g. after the deadline).").tag(config=True)
+    notice = Unicode("# (hidden tests were run here; their code is not shown)").tag(config=True)
+
+    def preprocess_cell(self, cell, resources, index):
+        if self.show_hidden_tests or cell.cell_type != "code":
+            return cell, resources
+        meta = cell.metadata.get("nbgrader", {})
+        if "BEGIN HIDDEN TESTS" in cell.source:
+            cell.source = strip_hidden_source(cell.source, self.notice)
+        if meta.get("grade"):  # test cells: their tracebacks quote hidden code
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "error":
+                    line = one_line_error(output)
+                    output["traceback"] = line
+                    output["evalue"] = line[0].split(": ", 1)[-1]
+        return cell, resources

@@ -1,0 +1,76 @@
+"""Grading steps on a course directory: collect, grade, feedback, report.
+
+Thin wrappers around nbgrader's own commands, run with the course's
+``nbgrader_config.py`` (absolute gradebook path, timeouts, feedback stripping).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from . import build as buildmod
+from . import report as reportmod
+
+
+def db_url(root: Path) -> str:
+    import os
+
+    return "sqlite:///" + os.environ.get("COURSEKIT_GRADEBOOK", str(root / "gradebook.db"))
+
+
+def collect_samples(root: Path) -> int:
+    """Copy samples/<student>/<assignment>/ into submitted/ (the demo class)."""
+    n = 0
+    for nb in sorted((root / "samples").glob("*/*/*.ipynb")):
+        student, aid = nb.parent.parent.name, nb.parent.name
+        dest = root / "submitted" / student / aid
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(nb, dest / nb.name)
+        n += 1
+    return n
+
+
+def submissions(root: Path, assignments=None, students=None) -> list:
+    """(student, assignment) pairs present in submitted/."""
+    out = []
+    for folder in sorted((root / "submitted").glob("*/*")):
+        if not folder.is_dir():
+            continue
+        student, aid = folder.parent.name, folder.name
+        if (assignments and aid not in assignments) or (students and student not in students):
+            continue
+        out.append((student, aid))
+    return out
+
+
+def grade(root: Path, assignments=None, students=None) -> dict:
+    """Autograde every submission with plain ``nbgrader autograde``; returns outcomes."""
+    outcomes = {}
+    for student, aid in submissions(root, assignments, students):
+        proc = buildmod.run_nbgrader(root, "autograde", aid, "--student", student, "--force",
+                                     check=False)
+        ok = proc.returncode == 0
+        outcomes[(student, aid)] = {"status": "graded" if ok else "error",
+                                    "reason": "" if ok else _last_error(proc)}
+    return outcomes
+
+
+def _last_error(proc) -> str:
+    lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if "[ERROR]" in ln]
+    return (lines[-1].split("[ERROR]", 1)[-1].strip() if lines else
+            f"nbgrader exited with {proc.returncode}")[:200]
+
+
+def feedback(root: Path, assignments=None) -> list:
+    """``nbgrader generate_feedback`` for each assignment graded; the feedback HTML paths."""
+    aids = sorted({aid for _, aid in submissions(root, assignments)})
+    for aid in aids:
+        buildmod.run_nbgrader(root, "generate_feedback", aid, "--force")
+    return sorted((root / "feedback").glob("*/*/*.html"))
+
+
+def report(root: Path, outcomes=None):
+    """Rows and written report files (reports/grades.csv, .json, .txt)."""
+    rows = reportmod.read_rows(db_url(root), outcomes)
+    return rows, reportmod.write_reports(rows, root / "reports")

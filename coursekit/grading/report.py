@@ -1,0 +1,115 @@
+"""Score reports from the nbgrader gradebook (never a silent 0 for an error).
+
+Each (student, assignment) row has a status: ``graded``, ``error`` (the notebook
+could not be graded: kernel died, whole-notebook time limit, ...), ``rejected`` (the
+pre-check refused the file), or ``missing`` (nothing submitted). Only ``graded``
+rows carry a score; the others carry the reason instead.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+STATUSES = ("graded", "error", "timeout", "rejected", "missing")
+
+
+@dataclass(frozen=True)
+class Row:
+    student: str
+    assignment: str
+    status: str
+    score: float | None
+    max_score: float
+    reason: str = ""
+
+
+def _gradebook(db_url):
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    from nbgrader.api import Gradebook
+
+    return Gradebook(db_url)
+
+
+def read_rows(db_url: str, outcomes: dict | None = None) -> list:
+    """Rows for every student x assignment in the gradebook.
+
+    ``outcomes`` maps (student, assignment) to ``{"status": ..., "reason": ...}`` from
+    the grading run (errors, timeouts, pre-check rejections); a graded submission
+    without such an entry is ``graded``.
+    """
+    outcomes = outcomes or {}
+    rows = []
+    with _gradebook(db_url) as gb:
+        for assignment in sorted(gb.assignments, key=lambda a: a.name):
+            max_score = float(assignment.max_score)
+            for student in sorted(gb.students, key=lambda s: s.id):
+                key = (student.id, assignment.name)
+                info = outcomes.get(key, {})
+                try:
+                    sub = gb.find_submission(assignment.name, student.id)
+                    score = float(sub.score)
+                    graded = True
+                except Exception:  # noqa: BLE001 - MissingEntry: nothing graded
+                    score, graded = None, False
+                status = info.get("status") or ("graded" if graded else "missing")
+                if status != "graded":
+                    score = None
+                rows.append(Row(student.id, assignment.name, status, score, max_score,
+                                info.get("reason", "")))
+    return rows
+
+
+def to_csv(rows) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(Row.__dataclass_fields__), lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        d = asdict(r)
+        d["score"] = "" if r.score is None else f"{r.score:g}"
+        d["max_score"] = f"{r.max_score:g}"
+        writer.writerow(d)
+    return buf.getvalue()
+
+
+def to_table(rows) -> str:
+    """A readable students x assignments table: ``score/max`` or the status in capitals."""
+    students = sorted({r.student for r in rows})
+    aids = sorted({r.assignment for r in rows})
+    cell = {(r.student, r.assignment): r for r in rows}
+    width = max([len("student")] + [len(s) for s in students]) + 2
+    cols = [max(len(a), 13) + 2 for a in aids]
+    lines = ["student".ljust(width) + "".join(a.ljust(w) for a, w in zip(aids, cols))]
+    for s in students:
+        parts = []
+        for a, w in zip(aids, cols):
+            r = cell.get((s, a))
+            if r is None:
+                text = "-"
+            elif r.status == "graded":
+                text = f"{r.score:g}/{r.max_score:g}"
+            else:
+                text = r.status.upper()
+            parts.append(text.ljust(w))
+        lines.append(s.ljust(width) + "".join(parts))
+    notes = [f"  {r.student}/{r.assignment}: {r.status}: {r.reason}"
+             for r in rows if r.status != "graded" and r.reason]
+    if notes:
+        lines += ["", "needs attention:"] + notes
+    return "\n".join(lines)
+
+
+def write_reports(rows, folder: Path) -> dict:
+    """Write ``grades.csv``, ``grades.json`` and ``grades.txt`` into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": folder / "grades.csv", "json": folder / "grades.json",
+             "txt": folder / "grades.txt"}
+    paths["csv"].write_text(to_csv(rows), encoding="utf-8")
+    paths["json"].write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n",
+                             encoding="utf-8")
+    paths["txt"].write_text(to_table(rows) + "\n", encoding="utf-8")
+    return paths

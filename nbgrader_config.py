@@ -1,0 +1,47 @@
+"""nbgrader configuration of the course (read by plain `nbgrader` and by `coursekit.grading`).
+
+Every protection lives here so that an instructor who runs plain `nbgrader autograde`
+gets it too: absolute gradebook path, per-cell timeout, restoration of deleted test
+cells, and feedback that never shows hidden-test code.
+"""
+
+import os
+
+c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this file
+
+COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
+
+c.CourseDirectory.root = COURSE_ROOT
+c.CourseDirectory.course_id = "mlsys-training-serving"
+# Absolute, so nbgrader finds the same gradebook from any working directory.
+# COURSEKIT_GRADEBOOK (a file path) lets tests and parallel workers use their own copy.
+c.CourseDirectory.db_url = "sqlite:///" + os.environ.get(
+    "COURSEKIT_GRADEBOOK", os.path.join(COURSE_ROOT, "gradebook.db"))
+
+# Students of the demo class (the sample submissions that ship in samples/).
+c.CourseDirectory.db_students = [
+    dict(id="alice", first_name="Alice", last_name="Solution"),
+    dict(id="bob", first_name="Bob", last_name="Partial"),
+    dict(id="carol", first_name="Carol", last_name="Untouched"),
+]
+
+# Generate: always overwrite, never leave a stale release behind.
+c.CourseDirectory.assignment_id = ""
+c.GenerateAssignment.force = True
+
+# Autograde: a per-cell timeout (a looping cell fails after this many seconds, not 30 s by
+# default or forever), and deleted test cells are put back and graded.
+c.Execute.timeout = int(os.environ.get("COURSEKIT_CELL_TIMEOUT", "60"))
+c.Execute.interrupt_on_timeout = True
+c.Execute.startup_timeout = 120
+c.OverwriteCells.add_missing_cells = True
+
+# Feedback: hidden-test code and tracebacks are removed; pass/fail, points and the
+# error's one-line message stay. Set COURSEKIT_SHOW_HIDDEN_TESTS=1 after the deadline
+# to show hidden tests in feedback instead.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "coursekit.grading.feedback.StripHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
+c.StripHiddenTests.show_hidden_tests = os.environ.get("COURSEKIT_SHOW_HIDDEN_TESTS") == "1"

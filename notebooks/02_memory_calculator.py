@@ -1,0 +1,568 @@
+# %% [markdown]
+# # 02 · The training-memory calculator
+#
+# **Follows:** the "Model Training" chapter — Def 1.1, Napkin Math 1.2 (optimizer memory),
+# 1.3 (activation memory), 1.4 (VRAM estimate), 1.6 (mixed precision), 1.8 (gradient
+# accumulation), Tables 4, 14–16 — and the lesson plan's Exercise 1 (memory calculator,
+# ZeRO) and misconception 1.
+#
+# **You will be able to:** add up training memory from its components instead of a magic
+# number; compute activation memory per layer with and without recomputation; say what
+# each ZeRO stage shards and how much it saves; size a KV cache; decide whether a model
+# fits a GPU, and how many GPUs it needs.
+#
+# **Time:** about 60 minutes. **Points:** 17, in 7 graded functions.
+#
+# ### Conventions used in this notebook (read them once)
+# * **GB = 10⁹ bytes, GiB = 2³⁰ bytes.** A GPU sold as "80 GB" is compared as 80 × 10⁹ bytes.
+# * **Bytes per parameter are built from components**: weights + gradients + fp32 master copy +
+#   optimizer state. The chapter uses three different totals; we name them:
+#
+#   | recipe | weights | gradients | master | optimizer | total |
+#   |---|---|---|---|---|---|
+#   | `fp32+adam` | 4 | 4 | 0 | 8 | 16 |
+#   | `mixed+adam` (ZeRO paper, K = 12) | 2 | 2 | 4 | 8 | 16 |
+#   | `mixed+adam-no-master` (lesson plan, Def 1.1) | 2 | 2 | 0 | 8 | 12 |
+#   | `megatron` (fp32 gradients) | 2 | 4 | 4 | 8 | 18 |
+# * **Activations** follow Korthikanti et al. 2022 (16-bit values, 1-byte dropout masks).
+
+# %% [setup]
+# Setup: imports. In Colab this installs coursekit first if it is missing (no restart needed).
+try:
+    import coursekit
+except ImportError:  # Colab: the course's student wheel (never the course repo: it has solutions)
+    %pip install -q "{{COURSEKIT_INSTALL}}"
+    import coursekit
+import math
+import numpy as np
+import matplotlib.pyplot as plt
+from coursekit.grading import checks as ck
+from coursekit.training import memory as ref_memory
+from coursekit.units import GB, GiB, fmt_bytes
+from coursekit.models import get_model
+from coursekit.hardware import get_accelerator
+
+RECIPES = {  # bytes per parameter, by component (see the table above)
+    "fp32+adam": dict(weights=4, gradients=4, master=0, optimizer=8),
+    "mixed+adam": dict(weights=2, gradients=2, master=4, optimizer=8),
+    "mixed+adam-no-master": dict(weights=2, gradients=2, master=0, optimizer=8),
+    "megatron": dict(weights=2, gradients=4, master=4, optimizer=8),
+}
+A100 = get_accelerator("A100-80GB")
+print(f"coursekit {coursekit.__version__}; A100 capacity used here: {A100.memory_bytes / GB:g} GB")
+
+# %% [markdown]
+# ## Part 1 · The problem: a 7B model that runs inference on one GPU cannot train on it
+#
+# Inference in 16-bit needs the weights: 7 × 10⁹ parameters × 2 bytes = **14 GB**, which fits
+# a 24 GB GPU with room to spare. Napkin Math 1.4 asks whether the same model *trains* on that
+# GPU. Training also keeps a gradient per parameter and, with Adam, two moments per parameter.
+#
+# **Predict before you run:** how many GB does training a 7B model take before any
+# activation is stored: 14, 28, 56 or 84? Write your guess down, then implement the function.
+#
+# The formula: $M_\text{static} = N \times (b_\text{weights} + b_\text{gradients} +
+# b_\text{master} + b_\text{optimizer})$, with each $b$ in bytes per parameter.
+
+# %% [answer id=ex_static_memory partial]
+def static_memory_bytes(n_params, recipe):
+    """Bytes of weights + gradients + master copy + optimizer state.
+
+    recipe: dict with keys 'weights', 'gradients', 'master', 'optimizer' (bytes/param).
+    Raise ValueError if n_params is negative.
+    """
+    ### BEGIN SOLUTION
+    if n_params < 0:
+        raise ValueError(f"n_params must be >= 0, got {n_params}")
+    per_param = (recipe["weights"] + recipe["gradients"] + recipe["master"]
+                 + recipe["optimizer"])
+    return n_params * per_param
+    ### END SOLUTION
+
+# %% [test id=test_static_memory points=2]
+# Visible test: Def 1.1's 7B example (14 + 14 + 56 = 84 GB with 12 bytes/param).
+_got = ck.call(static_memory_bytes, 7e9, RECIPES["mixed+adam-no-master"])
+ck.check_close(_got, 84e9, name="static_memory_bytes(7e9, mixed+adam-no-master)",
+               reveal=True, unit="bytes")
+print("visible test passed: 7B at 12 bytes/param =", fmt_bytes(_got, "GB"))
+### BEGIN HIDDEN TESTS
+_forbid = [ref_memory.model_state_bytes, ref_memory.zero_bytes_per_gpu,
+           ref_memory.training_memory]
+# chapter Napkin 1.2: 1.5B fp32 + Adam = 6 + 6 + 12 = 24 GB
+ck.check_close(ck.call(static_memory_bytes, 1.5e9, RECIPES["fp32+adam"], forbid=_forbid),
+               24e9, name="static_memory_bytes(1.5e9, fp32+adam)")
+# 7B at 16 bytes/param = 112 GB (chapter §1.2, ZeRO convention)
+ck.check_close(ck.call(static_memory_bytes, 7e9, RECIPES["mixed+adam"], forbid=_forbid),
+               112e9, name="static_memory_bytes(7e9, mixed+adam)")
+# lesson plan: 70B x 12 bytes = 840 GB
+ck.check_close(ck.call(static_memory_bytes, 70e9, RECIPES["mixed+adam-no-master"],
+                       forbid=_forbid), 840e9, name="static_memory_bytes(70e9, no-master)")
+# megatron recipe, 20B: 20e9 x 18 = 360 GB (recomputed: 2+4+4+8 = 18)
+ck.check_close(ck.call(static_memory_bytes, 20e9, RECIPES["megatron"], forbid=_forbid),
+               360e9, name="static_memory_bytes(20e9, megatron)")
+ck.check_raises(static_memory_bytes, -1, RECIPES["fp32+adam"], name="static_memory_bytes(-1)")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Was your prediction 84 GB? Optimizer state alone (56 GB) is **4× the weights**: the
+# "administrative tax" of training. With the fp32 master copy that mixed precision keeps,
+# the total is 16 bytes/param = 112 GB.
+#
+# ## Part 2 · Activations: the part that grows with batch and sequence
+#
+# Napkin Math 1.3 lists GPT-2 XL's activations at batch 8: attention scores of
+# $5 \cdot a \cdot s^2 \cdot b$ bytes dominate. Korthikanti et al. (2022) count every tensor a
+# transformer layer keeps for the backward pass, in bytes with 16-bit activations:
+#
+# $$M_\text{layer} = s\,b\,h\left(34 + \frac{5\,a\,s}{h}\right)$$
+#
+# with $s$ the sequence length, $b$ the micro-batch, $h$ the hidden size and $a$ the number of
+# heads. **Selective recomputation** recomputes the attention scores in the backward pass and
+# drops the $5as/h$ term; **full recomputation** keeps only each layer's input, $2sbh$.
+#
+# **Predict:** for GPT-2 XL at $b=8$, $s=1024$, what fraction of a layer's activations are the
+# attention scores?
+
+# %% [answer id=ex_activations]
+def activation_bytes_layer(seq_len, micro_batch, hidden, n_heads, recompute="none"):
+    """Activation bytes one transformer layer keeps (Korthikanti et al. 2022).
+
+    recompute: "none", "selective" or "full"; anything else raises ValueError.
+    """
+    ### BEGIN SOLUTION
+    sbh = seq_len * micro_batch * hidden
+    if recompute == "none":
+        return sbh * (34 + 5 * n_heads * seq_len / hidden)
+    if recompute == "selective":
+        return sbh * 34
+    if recompute == "full":
+        return 2 * sbh
+    raise ValueError(f"recompute must be 'none', 'selective' or 'full', got {recompute!r}")
+    ### END SOLUTION
+
+# %% [test id=test_activations points=3]
+_got = ck.call(activation_bytes_layer, 1024, 8, 1600, 25)
+ck.check_close(_got, 1_494_220_800, name="GPT-2 XL layer, b=8, s=1024", reveal=True,
+               unit="bytes")
+print(f"visible test passed: one GPT-2 XL layer keeps {_got / 1e6:,.1f} MB at batch 8")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_memory.activation_bytes_per_layer, ref_memory.activation_bytes,
+           ref_memory.training_memory]
+# Korthikanti Table 2, recomputed: 1024*8*1600*34 = 445,644,800 bytes
+ck.check_close(ck.call(activation_bytes_layer, 1024, 8, 1600, 25, "selective",
+                       forbid=_forbid), 445_644_800, name="selective recompute")
+# full recompute: 2*s*b*h = 26,214,400 bytes
+ck.check_close(ck.call(activation_bytes_layer, 1024, 8, 1600, 25, "full", forbid=_forbid),
+               26_214_400, name="full recompute")
+# GPT-2 small, b=4, s=1024: 1024*4*768*(34 + 5*12*1024/768) = 358,612,992 bytes
+ck.check_close(ck.call(activation_bytes_layer, 1024, 4, 768, 12, forbid=_forbid),
+               358_612_992, name="GPT-2 small layer, b=4")
+# Llama-2-7B, b=1, s=4096: 4096*4096*(34 + 5*32*4096/4096) = 16,777,216 * 194 = 3,254,779,904 bytes
+ck.check_close(ck.call(activation_bytes_layer, 4096, 1, 4096, 32, forbid=_forbid),
+               3_254_779_904, name="Llama-2-7B layer, s=4096")
+ck.check_raises(activation_bytes_layer, 1024, 8, 1600, 25, "some", name="recompute='some'")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The attention-score term is $5 \cdot 25 \cdot 1024^2 \cdot 8$ = 1,048.6 MB of the layer's
+# 1,494.2 MB: **70%**, and it grows with $s^2$. Over 48 layers that is 48 × 1.494 GB =
+# **71.7 GB**, the chapter's "library estimate" in Napkin 1.3. (The chapter's own line items,
+# 104.9 + 104.9 + 1048.6 + ~10 MB, leave out most of the $34\,sbh$ linear term, so they add up
+# to less; the 71.7 GB total is the Korthikanti number.)
+#
+# ### The formula vs a real GPU
+# The course measured GPT-2 training on an NVIDIA H200 (PyTorch 2.11). The table compares the
+# measured activation memory with the formula for bf16 autocast training at micro-batch 4.
+# Static state matched the recipes exactly; activations depend on the implementation.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+import json
+from importlib import resources
+_h200 = json.loads(resources.files("coursekit.data").joinpath(
+    "h200_gpt2_training_memory.json").read_text())
+print(f"{'model':>5} {'mode':<20} {'attention':<9} {'B':>2} {'static/param':>12} "
+      f"{'measured act':>13} {'formula':>9} {'ratio':>6}")
+for row in sorted(_h200["rows"], key=lambda r: (r["param_count"], r["attn"])):
+    if row["B"] != 4 or row["ckpt"] or row["mode"] != "bf16_autocast_adamw":
+        continue
+    static = (row["param_bytes"] + row["grad_bytes"] + row["opt_state_bytes"]) / row["param_count"]
+    ratio = row["activation_est"] / row["act_formula_korthikanti_bf16_bytes"]
+    print(f"{row['size']:>5} {row['mode']:<20} {row['attn']:<9} {row['B']:>2} "
+          f"{static:>8.2f} B/p {row['activation_est'] / GiB:>9.2f} GiB "
+          f"{row['act_formula_korthikanti_bf16_bytes'] / GiB:>5.2f} GiB {ratio:>6.2f}")
+
+# %% [markdown]
+# Read the table: the static state is exactly 16 bytes per parameter (fp32 weights and
+# gradients, two fp32 Adam moments). With `eager` attention (which materializes the $s \times s$
+# scores, plus fp32 copies under autocast) the measured activations are about **1.7–2.3× the
+# formula**; with fused `sdpa` (FlashAttention) they are **0.7–1.3×**, because no $s \times s$
+# matrix is stored. The formula is a planning number, not a promise.
+#
+# ## Part 3 · ZeRO: stop storing the same optimizer state N times
+#
+# Plain data parallelism keeps a full copy of weights, gradients and optimizer state on every
+# GPU. ZeRO (Rajbhandari et al. 2020, §5) shards them over the $N_d$ data-parallel GPUs:
+#
+# | stage | sharded over $N_d$ | per-GPU bytes per parameter (`mixed+adam`) |
+# |---|---|---|
+# | 0 | nothing | $2 + 2 + 12$ |
+# | 1 | optimizer state and master copy | $2 + 2 + 12/N_d$ |
+# | 2 | … and gradients | $2 + (2 + 12)/N_d$ |
+# | 3 | … and weights | $(2 + 2 + 12)/N_d$ |
+#
+# **Predict:** the ZeRO paper's Figure 1 trains 7.5B parameters on 64 GPUs. How many GB per
+# GPU at stage 0, and at stage 3?
+
+# %% [answer id=ex_zero partial]
+def zero_memory_per_gpu(n_params, dp, stage, recipe):
+    """Model-state bytes on one of `dp` data-parallel GPUs under ZeRO `stage` (0-3).
+
+    recipe: dict of bytes/param ('weights', 'gradients', 'master', 'optimizer').
+    Raise ValueError for a stage outside 0-3 or dp < 1.
+    """
+    ### BEGIN SOLUTION
+    if stage not in (0, 1, 2, 3):
+        raise ValueError(f"stage must be 0, 1, 2 or 3, got {stage!r}")
+    if dp < 1:
+        raise ValueError(f"dp must be >= 1, got {dp!r}")
+    weights = n_params * recipe["weights"]
+    grads = n_params * recipe["gradients"]
+    optim = n_params * (recipe["master"] + recipe["optimizer"])
+    if stage >= 1:
+        optim /= dp
+    if stage >= 2:
+        grads /= dp
+    if stage >= 3:
+        weights /= dp
+    return weights + grads + optim
+    ### END SOLUTION
+
+# %% [test id=test_zero points=3]
+_got = ck.call(zero_memory_per_gpu, 7.5e9, 64, 0, RECIPES["mixed+adam"])
+ck.check_close(_got, 120e9, name="ZeRO stage 0, 7.5B on 64 GPUs", reveal=True, unit="bytes")
+print("visible test passed: stage 0 keeps", fmt_bytes(_got, "GB"), "on every GPU")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_memory.zero_bytes_per_gpu, ref_memory.model_state_bytes,
+           ref_memory.training_memory]
+_mixed = RECIPES["mixed+adam"]
+# ZeRO paper Fig. 1 (7.5B, 64 GPUs, K=12): 31.4 / 16.6 / 1.9 GB; exact values below
+ck.check_close(ck.call(zero_memory_per_gpu, 7.5e9, 64, 1, _mixed, forbid=_forbid),
+               31.40625e9, name="stage 1, 7.5B, 64 GPUs")
+ck.check_close(ck.call(zero_memory_per_gpu, 7.5e9, 64, 2, _mixed, forbid=_forbid),
+               16.640625e9, name="stage 2, 7.5B, 64 GPUs")
+ck.check_close(ck.call(zero_memory_per_gpu, 7.5e9, 64, 3, _mixed, forbid=_forbid),
+               1.875e9, name="stage 3, 7.5B, 64 GPUs")
+# lesson plan: 70B, 8 GPUs, stage 1, 12 B/param: 140 + 140 + 560/8 = 350 GB
+ck.check_close(ck.call(zero_memory_per_gpu, 70e9, 8, 1, RECIPES["mixed+adam-no-master"],
+                       forbid=_forbid), 350e9, name="stage 1, 70B, 8 GPUs")
+ck.check_raises(zero_memory_per_gpu, 7.5e9, 64, 4, _mixed, name="stage=4")
+ck.check_raises(zero_memory_per_gpu, 7.5e9, 0, 1, _mixed, name="dp=0")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### The ZeRO table of Exercise 1
+# Your function, applied to three models over 1, 2, 4 and 8 GPUs (model state only,
+# `mixed+adam-no-master`, as in the lesson plan).
+
+# %%
+def _zero_table(fn):
+    rows = []
+    for name in ("gpt2-124m", "llama2-7b", "llama2-70b"):
+        n = get_model(name).n_params
+        for stage in (0, 1, 2, 3):
+            rows.append((name, stage, [fn(n, dp, stage, RECIPES["mixed+adam-no-master"])
+                                       for dp in (1, 2, 4, 8)]))
+    return rows
+
+try:
+    _table = _zero_table(zero_memory_per_gpu)
+    _source = "your zero_memory_per_gpu"
+except Exception:  # a stub falls back to the library so the table still shows
+    _table = _zero_table(lambda n, dp, s, r: ref_memory.zero_bytes_per_gpu(
+        n, dp, s, "mixed+adam-no-master").total)
+    _source = "coursekit (your function is not done yet)"
+print(f"Per-GPU model state in GB (from {_source}); A100 = 80 GB")
+print(f"{'model':<11} {'stage':>5} " + " ".join(f"{'dp=' + str(d):>9}" for d in (1, 2, 4, 8)))
+for name, stage, values in _table:
+    print(f"{name:<11} {stage:>5} " + " ".join(f"{v / GB:>9.1f}" for v in values))
+
+# %% [markdown]
+# **Predict before you run:** *will ZeRO stage 1 alone make the 70B model fit on 8 A100s?*
+# Commit to yes or no, then read the `llama2-70b` row for stage 1 above.
+#
+# It does not: stage 1 leaves 2 + 2 bytes per parameter of weights and gradients on every GPU,
+# **276 GB** for Llama-2-70B (68.98 × 10⁹ parameters) however many GPUs you add. Only stage 3
+# shrinks everything with $N_d$. Optimizer sharding alone is not enough for very large models,
+# but it dramatically extends what data parallelism can handle.
+#
+# ### Misconception: "parallelism is just data parallelism"
+# Data parallelism replicates the model. With stage 0, the per-GPU memory of the 70B model is
+# the same on 1 GPU as on 1,024:
+
+# %%
+_n70 = get_model("llama2-70b").n_params
+for _dp in (1, 8, 64, 1024):
+    _m = ref_memory.zero_bytes_per_gpu(_n70, _dp, 0, "mixed+adam-no-master").total
+    print(f"plain data parallel on {_dp:>5} GPUs: {_m / GB:,.0f} GB per GPU (A100: 80 GB)")
+
+# %% [markdown]
+# Adding data-parallel GPUs speeds up the work on *data*; it never shrinks the *model*. Fitting
+# a model bigger than one GPU needs the model itself split: ZeRO stage 3, tensor or pipeline
+# parallelism (assignment 04).
+#
+# ## Part 4 · How many GPUs, then?
+#
+# Write `min_gpus_to_fit`: the smallest data-parallel degree $N_d$ (1 ≤ $N_d$ ≤ `max_dp`) at
+# which the per-GPU model state under ZeRO `stage` plus `activation_bytes` fits in `gpu_bytes`;
+# return `None` if none does. Use your `zero_memory_per_gpu`.
+
+# %% [answer id=ex_min_gpus]
+def min_gpus_to_fit(n_params, recipe, stage, gpu_bytes, activation_bytes=0, max_dp=4096):
+    """Smallest dp in 1..max_dp whose per-GPU memory fits gpu_bytes, or None."""
+    ### BEGIN SOLUTION
+    for dp in range(1, max_dp + 1):
+        if zero_memory_per_gpu(n_params, dp, stage, recipe) + activation_bytes <= gpu_bytes:
+            return dp
+    return None
+    ### END SOLUTION
+
+# %% [test id=test_min_gpus points=3]
+_got = ck.call(min_gpus_to_fit, 124_439_808, RECIPES["mixed+adam"], 0, 80e9)
+ck.check_exact(_got, 1, name="GPT-2 124M, stage 0, A100", reveal=True)
+print("visible test passed: GPT-2 small trains on one A100")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_memory.zero_bytes_per_gpu, ref_memory.model_state_bytes,
+           ref_memory.training_memory]
+_nm = RECIPES["mixed+adam-no-master"]
+# stage 1 floor: 70e9 * (2+2) = 280 GB > 80 GB for every dp -> None (lesson's predict question)
+ck.check_exact(ck.call(min_gpus_to_fit, 70e9, _nm, 1, 80e9, forbid=_forbid), None,
+               name="70B, stage 1")
+# stage 3: 840e9 / dp <= 80e9 -> dp >= 10.5 -> 11
+ck.check_exact(ck.call(min_gpus_to_fit, 70e9, _nm, 3, 80e9, forbid=_forbid), 11,
+               name="70B, stage 3")
+# 7B mixed+adam stage 0: 112 GB > 80 GB -> None
+ck.check_exact(ck.call(min_gpus_to_fit, 7e9, RECIPES["mixed+adam"], 0, 80e9, forbid=_forbid),
+               None, name="7B, stage 0")
+# 7B mixed+adam stage 1: 28 + 84/dp <= 80 -> dp >= 1.615 -> 2
+ck.check_exact(ck.call(min_gpus_to_fit, 7e9, RECIPES["mixed+adam"], 1, 80e9, forbid=_forbid),
+               2, name="7B, stage 1")
+# with 30.6 GB of activations (Napkin 1.4), stage 3: 112/dp + 30.6 <= 80 -> dp >= 2.27 -> 3
+ck.check_exact(ck.call(min_gpus_to_fit, 7e9, RECIPES["mixed+adam"], 3, 80e9, 30.6e9,
+                       forbid=_forbid), 3, name="7B, stage 3, with activations")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part 5 · Buying memory with compute: checkpointing
+#
+# Activation checkpointing keeps $k$ of the $N_L$ layers' activations and recomputes one
+# segment of $N_L/k$ layers at a time in the backward pass (chapter Table 15). Memory, in units
+# of one layer's activations, is $k + N_L/k$, minimized at $k = \sqrt{N_L}$.
+#
+# For GPT-2 XL, $\sqrt{48} \approx 6.93$ gives $6.93 + 48/6.93 = 13.86$ units instead of 48: a
+# **71%** saving for about one extra forward pass (≈33% more compute). A real model needs a
+# whole number of checkpoints: write `best_checkpoint_count(n_layers)`, the integer $k$ in
+# $1..N_L$ with the smallest $k + N_L/k$ (the smallest such $k$ on a tie).
+
+# %% [answer id=ex_checkpoint partial]
+def best_checkpoint_count(n_layers):
+    """Integer k in 1..n_layers minimizing k + n_layers/k (smallest k on ties)."""
+    ### BEGIN SOLUTION
+    best_k, best = 1, None
+    for k in range(1, n_layers + 1):
+        cost = k + n_layers / k
+        if best is None or cost < best - 1e-12:
+            best_k, best = k, cost
+    return best_k
+    ### END SOLUTION
+
+# %% [test id=test_checkpoint points=2]
+ck.check_exact(ck.call(best_checkpoint_count, 48), 7, name="best_checkpoint_count(48)",
+               reveal=True)
+print("visible test passed: 7 checkpoints for GPT-2 XL's 48 layers")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_memory.optimal_checkpoints, ref_memory.checkpoint_memory]
+# 12 layers: k=3 -> 7, k=4 -> 7 (tie, smallest k = 3)
+ck.check_exact(ck.call(best_checkpoint_count, 12, forbid=_forbid), 3, name="12 layers")
+# 80 layers: k=9 -> 17.89, k=8 -> 18, k=10 -> 18 -> 9
+ck.check_exact(ck.call(best_checkpoint_count, 80, forbid=_forbid), 9, name="80 layers")
+ck.check_exact(ck.call(best_checkpoint_count, 1, forbid=_forbid), 1, name="1 layer")
+# 96 layers: k=10 -> 19.6, k=9 -> 19.67 -> 10
+ck.check_exact(ck.call(best_checkpoint_count, 96, forbid=_forbid), 10, name="96 layers")
+### END HIDDEN TESTS
+
+# %%
+from coursekit.viz.memory import plot_checkpoint_tradeoff
+plot_checkpoint_tradeoff(48)
+plt.show()
+
+# %% [markdown]
+# ### Napkin Math 1.6, recomputed honestly
+# GPT-2 XL (1.5 × 10⁹ parameters, as the chapter rounds it) at batch 4 on a 32 GB V100:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+_n = 1.5e9
+_act16 = 48 * ref_memory.activation_bytes_per_layer(1024, 4, 1600, 25)  # 16-bit activations
+_fp32 = ref_memory.model_state_bytes(_n, "fp32+adam").total + 2 * _act16  # fp32 activations
+_mixed = ref_memory.model_state_bytes(_n, "mixed+adam").total + _act16
+_ckpt_units = ref_memory.checkpoint_memory(48, ref_memory.optimal_checkpoints(48))
+_mixed_ckpt = ref_memory.model_state_bytes(_n, "mixed+adam").total + _act16 * _ckpt_units / 48
+print(f"fp32 + Adam, fp32 activations:        {_fp32 / GB:6.1f} GB  (chapter: ~95.7 GB)")
+print(f"mixed precision + Adam:               {_mixed / GB:6.1f} GB  (chapter: ~59.9 GB)")
+print(f"mixed + sqrt(N) checkpointing:        {_mixed_ckpt / GB:6.1f} GB  (chapter: ~33 GB)")
+print(f"V100 capacity (nominal):              {32:6.1f} GB")
+
+# %% [markdown]
+# The first two lines reproduce the chapter. The third is where the chapter is too kind: its
+# "~33 GB → fits in 32 GB V100" does not fit (33 > 32), and with √N checkpointing the
+# activations are 13.86/48 of 35.9 GB = 10.4 GB, so the total is **34.4 GB**. Even counting the
+# physical 32 GiB (34.36 × 10⁹ bytes) of a V100, the CUDA context and allocator take a GB or
+# more. What makes GPT-2 XL train on V100s in practice is more: smaller micro-batches with
+# gradient accumulation, or ZeRO across GPUs.
+#
+# ## Part 6 · Gradient accumulation: the batch you want, the memory of the batch you have
+# Napkin Math 1.8: a V100 with checkpointing fits micro-batch 16; the target is 512. With 8 GPUs
+# and 4 accumulation steps, the effective batch is $16 \times 4 \times 8 = 512$, while activation
+# memory is that of **one** micro-batch of 16 (Table 14: $O(b)$ instead of $O(B)$).
+
+# %%
+_eff = ref_memory.effective_batch(16, accumulation_steps=4, dp=8)
+_one = 48 * ref_memory.activation_bytes_per_layer(1024, 16, 1600, 25, recompute="full")
+_all = 48 * ref_memory.activation_bytes_per_layer(1024, 64, 1600, 25, recompute="full")
+print(f"effective batch: {_eff} sequences per optimizer step")
+print(f"activations held (full recompute, micro-batch 16): {_one / GB:.2f} GB per GPU")
+print(f"activations if the 64 sequences per GPU ran at once: {_all / GB:.2f} GB per GPU")
+
+# %% [markdown]
+# ## Part 7 · Mixed precision: why fp16 needs loss scaling
+#
+# fp16 has a 5-bit exponent: its smallest *normal* number is $2^{-14} \approx 6.1 \times 10^{-5}$
+# and its smallest subnormal $2^{-24} \approx 6.0 \times 10^{-8}$. Gradients below that become 0.
+# Watch it happen with numpy's float16:
+
+# %%
+_grads = np.array([1e-3, 1e-5, 1e-7, 1e-8, 1e-9], dtype=np.float32)
+for _scale in (1, 2**10, 2**15):
+    _as16 = (_grads * _scale).astype(np.float16)
+    _back = _as16.astype(np.float32) / _scale
+    _lost = int(np.sum(_as16 == 0))
+    print(f"loss scale {_scale:>6}: fp16 values {_as16.tolist()} -> {_lost} of 5 gradients "
+          f"lost; recovered {np.array2string(_back, precision=2)}")
+
+# %% [markdown]
+# Scaling the loss by $S$ scales every gradient by $S$ (the chain rule is linear), moving small
+# gradients into fp16's range; they are divided by $S$ again in fp32 before the update. Write
+# `loss_scale_for(min_grad)`: the smallest power of two $S = 2^j$ ($j \ge 0$) with
+# `min_grad * S` at least fp16's smallest normal number $2^{-14}$.
+
+# %% [answer id=ex_loss_scale]
+def loss_scale_for(min_grad):
+    """Smallest power of two S >= 1 with min_grad * S >= 2**-14. min_grad must be > 0."""
+    ### BEGIN SOLUTION
+    if min_grad <= 0:
+        raise ValueError(f"min_grad must be > 0, got {min_grad}")
+    scale = 1
+    while min_grad * scale < 2.0**-14:
+        scale *= 2
+    return scale
+    ### END SOLUTION
+
+# %% [test id=test_loss_scale points=2]
+ck.check_exact(ck.call(loss_scale_for, 1e-6), 64, name="loss_scale_for(1e-6)", reveal=True)
+print("visible test passed: a 1e-6 gradient needs a loss scale of 64")
+### BEGIN HIDDEN TESTS
+# 2**-14 / 1e-8 = 6103.5 -> 2**13 = 8192
+ck.check_exact(ck.call(loss_scale_for, 1e-8), 8192, name="loss_scale_for(1e-8)")
+# already normal: 1e-3 >= 6.1e-5 -> 1
+ck.check_exact(ck.call(loss_scale_for, 1e-3), 1, name="loss_scale_for(1e-3)")
+# exactly 2**-14 -> 1 ; 2**-20 -> 2**6 = 64
+ck.check_exact(ck.call(loss_scale_for, 2.0**-14), 1, name="loss_scale_for(2**-14)")
+ck.check_exact(ck.call(loss_scale_for, 2.0**-20), 64, name="loss_scale_for(2**-20)")
+# chapter: attention gradients down to 1e-10 -> 2**-14/1e-10 = 610,351.6 -> 2**20 = 1,048,576
+ck.check_exact(ck.call(loss_scale_for, 1e-10), 1_048_576, name="loss_scale_for(1e-10)")
+ck.check_raises(loss_scale_for, 0.0, name="loss_scale_for(0)")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The chapter's "typically starting at $2^{15}$" covers gradients down to about $2 \times 10^{-9}$.
+# bf16 keeps fp32's 8-bit exponent (smallest normal ≈ $1.2 \times 10^{-38}$), which is why bf16
+# training needs no loss scaling.
+#
+# ## Part 8 · Serving memory: the KV cache
+#
+# At inference, each generated token's keys and values are cached for every layer so the next
+# token does not recompute them. Per token, that is $2 \times L \times n_\text{kv} \times
+# d_\text{head} \times \text{bytes}$ (K and V). Grouped-query attention (Llama-2-70B: 8 KV heads
+# for 64 query heads) divides it by the group size.
+
+# %% [answer id=ex_kv_cache partial]
+def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
+    """Bytes of keys and values cached for `batch` sequences of `seq_len` tokens."""
+    ### BEGIN SOLUTION
+    return 2 * n_layers * n_kv_heads * head_dim * bytes_per_value * seq_len * batch
+    ### END SOLUTION
+
+# %% [test id=test_kv_cache points=2]
+ck.check_close(ck.call(kv_cache_bytes, 12, 12, 64, 1), 36_864, name="GPT-2 small, 1 token",
+               reveal=True, unit="bytes")
+print("visible test passed: GPT-2 small caches 36,864 bytes per token")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_memory.kv_cache_bytes]
+# Llama-2-7B, 4096 tokens: 2*32*32*128*2*4096 = 2,147,483,648 bytes (2 GiB)
+ck.check_close(ck.call(kv_cache_bytes, 32, 32, 128, 4096, forbid=_forbid), 2_147_483_648,
+               name="Llama-2-7B, 4096 tokens")
+# Llama-2-70B (GQA, 8 KV heads), 4096 tokens, batch 8: 2*80*8*128*2*4096*8 = 10,737,418,240
+ck.check_close(ck.call(kv_cache_bytes, 80, 8, 128, 4096, 8, forbid=_forbid), 10_737_418_240,
+               name="Llama-2-70B, batch 8")
+# fp8 cache (1 byte): GPT-2 XL 1024 tokens: 2*48*25*64*1*1024 = 157,286,400
+ck.check_close(ck.call(kv_cache_bytes, 48, 25, 64, 1024, 1, 1, forbid=_forbid), 157_286_400,
+               name="GPT-2 XL, fp8")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part 9 · Everything together
+# The stacked bars show where the memory goes for GPT-2 124M, Llama-2-7B and Llama-2-70B
+# (`mixed+adam`, micro-batch 1, sequence 2048, selective recompute), against the 80 GB A100.
+
+# %%
+from coursekit.viz.memory import plot_memory_breakdown, memory_explorer
+_bars = {}
+for _name in ("gpt2-124m", "llama2-7b", "llama2-70b"):
+    _m = get_model(_name)
+    _tm = ref_memory.training_memory(_m, micro_batch=1, seq_len=min(2048, _m.max_seq_len),
+                                     recipe="mixed+adam", recompute="selective")
+    _parts = _tm.as_dict()
+    _parts.pop("total")
+    _bars[_name] = _parts
+    print(f"{_name:<10}: {_tm.total / GB:8.1f} GB total, fits an 80 GB A100: {_tm.fits(A100)}")
+plot_memory_breakdown(_bars, {"A100-80GB": A100.memory_bytes,
+                              "V100-32GB": get_accelerator("V100-32GB").memory_bytes})
+plt.show()
+
+# %% [markdown]
+# ### Explore
+# Change the model, recipe, micro-batch, sequence length, recomputation, ZeRO stage and
+# data-parallel degree. The model state comes from **your** `zero_memory_per_gpu` when it works.
+
+# %%
+def _student_zero(n, dp, stage, recipe):
+    return zero_memory_per_gpu(n, dp, stage, recipe)
+
+memory_explorer(_student_zero)
+
+# %% [markdown]
+# ## Summary
+# * Training memory = weights + gradients + (master) + optimizer state + activations. With
+#   Adam the state alone is 12–18 bytes per parameter; state which convention you use.
+# * Activations grow with $s \cdot b$ (and $s^2$ for attention scores); selective recompute
+#   removes the quadratic term, full recompute keeps $2sbh$ per layer.
+# * ZeRO stage 1/2/3 shards optimizer state / gradients / weights; only stage 3 makes the
+#   per-GPU state shrink without bound. Data parallelism alone never fits a bigger model.
+# * Checkpointing trades ≈33% compute for ~71% less activation memory at $\sqrt{N_L}$;
+#   accumulation trades time for a bigger effective batch; loss scaling keeps fp16 gradients
+#   alive.
+#
+# **Reflection (ungraded):** your team must fine-tune Llama-2-13B on four 80 GB GPUs. Using
+# your functions, which recipe and ZeRO stage would you choose, and what sequence length and
+# micro-batch would you try first? What would you measure to check the plan?

@@ -1,0 +1,138 @@
+"""The course round trip: build is up to date, source passes, release fails every graded
+test, no leaks, and autograding the sample class gives the expected scores."""
+
+import os
+import re
+
+import nbformat
+import pytest
+from nbgrader.validator import Validator
+from traitlets.config import Config
+
+from coursekit.grading import authoring, build, pipeline
+from coursekit.grading import report as reportmod
+
+from .conftest import ROOT, copy_course
+
+ASSIGNMENTS = build.assignments(ROOT)
+
+# Expected autograde scores of the sample class. alice submits every solution (full marks),
+# bob the answers tagged `partial` in notebooks/<id>.py (the points of those answers' tests),
+# carol the untouched release notebook (0). Max = sum of the test cells' points.
+EXPECTED = {
+    "02_memory_calculator": {"max": 17, "alice": 17, "bob": 9, "carol": 0},
+}
+
+
+def test_every_assignment_has_expected_scores():
+    assert sorted(EXPECTED) == ASSIGNMENTS
+
+
+def test_generated_files_are_up_to_date():
+    assert build.check_up_to_date(ROOT, log=lambda *_: None) == []
+
+
+def test_release_has_no_solution_or_hidden_tests():
+    assert build.release_leaks(ROOT) == []
+    for path in (ROOT / "release").rglob("*.ipynb"):
+        text = path.read_text()
+        for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+            assert marker not in text, f"{path}: {marker}"
+
+
+@pytest.mark.parametrize("aid", ASSIGNMENTS)
+def test_points_match_expected_max(aid):
+    text = authoring.read_py(ROOT / "notebooks" / f"{aid}.py")
+    assert authoring.total_points(text) == EXPECTED[aid]["max"]
+
+
+def _validator(**kw):
+    cfg = Config()
+    cfg.Execute.timeout = 120
+    return Validator(config=cfg, **kw)
+
+
+@pytest.mark.parametrize("aid", ASSIGNMENTS)
+def test_source_notebook_passes_all_tests(aid):
+    results = _validator(ignore_checksums=True).validate(
+        str(ROOT / "source" / aid / f"{aid}.ipynb"))
+    assert "failed" not in results, [f["raw_error"][-400:] for f in results["failed"]]
+    assert not results.get("type_changed")
+
+
+@pytest.mark.parametrize("aid", ASSIGNMENTS)
+def test_release_notebook_fails_every_graded_test(aid):
+    path = ROOT / "release" / aid / f"{aid}.ipynb"
+    results = _validator(invert=True).validate(str(path))
+    assert "changed" not in results
+    assert results.get("passed", []) == [], "graded tests pass on the untouched release"
+    nb = nbformat.read(path, as_version=4)
+    graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert graded, "release has no graded cells"
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    """The sample class graded once in a scratch course."""
+    root = copy_course(tmp_path_factory.mktemp("graded") / "course")
+    old = os.environ.get("COURSEKIT_GRADEBOOK")
+    os.environ["COURSEKIT_GRADEBOOK"] = str(root / "gradebook.db")
+    try:
+        pipeline.collect_samples(root)
+        outcomes = pipeline.grade(root)
+        feedback = pipeline.feedback(root)
+        rows, paths = pipeline.report(root, outcomes)
+        yield root, outcomes, feedback, rows, paths
+    finally:
+        if old is None:
+            os.environ.pop("COURSEKIT_GRADEBOOK", None)
+        else:
+            os.environ["COURSEKIT_GRADEBOOK"] = old
+
+
+def test_sample_class_scores(graded_class):
+    _, outcomes, _, rows, _ = graded_class
+    assert all(o["status"] == "graded" for o in outcomes.values()), outcomes
+    got = {(r.student, r.assignment): (r.score, r.max_score) for r in rows}
+    for aid, exp in EXPECTED.items():
+        for student in ("alice", "bob", "carol"):
+            assert got[(student, aid)] == (exp[student], exp["max"]), (student, aid)
+
+
+def test_report_files(graded_class):
+    _, _, _, rows, paths = graded_class
+    csv_text = paths["csv"].read_text()
+    assert csv_text.splitlines()[0] == "student,assignment,status,score,max_score,reason"
+    assert len(csv_text.splitlines()) == 1 + len(rows)
+    assert "alice" in reportmod.to_table(rows)
+
+
+def test_feedback_hides_hidden_tests(graded_class):
+    root, _, feedback, _, _ = graded_class
+    assert len(feedback) == 3 * len(ASSIGNMENTS)
+    hidden_lines = set()
+    for aid in ASSIGNMENTS:
+        src = nbformat.read(root / "source" / aid / f"{aid}.ipynb", as_version=4)
+        for cell in src.cells:
+            for block in re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS",
+                                    cell.source, re.S):
+                hidden_lines |= {ln.strip() for ln in block.splitlines()
+                                 if len(ln.strip()) > 15}
+    assert hidden_lines
+    for html_path in feedback:
+        html = html_path.read_text()
+        assert "BEGIN HIDDEN TESTS" not in html
+        assert "hidden tests were run here" in html
+        for line in hidden_lines:
+            # HTML escapes quotes and angle brackets; compare on an identifier-only fragment
+            fragment = re.sub(r"[^A-Za-z0-9_]", "", line)
+            assert line not in html and fragment not in re.sub(r"[^A-Za-z0-9_]", "", html), \
+                f"{html_path.name} shows hidden test code: {line[:60]}"
+
+
+def test_failing_feedback_keeps_pass_fail_and_message(graded_class):
+    root, _, _, _, _ = graded_class
+    html = (root / "feedback" / "carol" / "02_memory_calculator" /
+            "02_memory_calculator.html").read_text()
+    assert "NotImplementedError" in html  # the one-line error message stays
+    assert "Traceback" not in html

@@ -1,0 +1,150 @@
+"""training/memory.py against the chapter, the lesson plan and the papers."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from coursekit.models import get_model
+from coursekit.training import memory as mem
+
+
+def test_recipes_from_components():
+    # DESIGN conventions: 16 / 16 / 12 / 18 bytes per parameter
+    assert mem.get_recipe("fp32+adam").bytes_per_param == 16
+    assert mem.get_recipe("mixed+adam").bytes_per_param == 16
+    assert mem.get_recipe("mixed+adam-no-master").bytes_per_param == 12
+    assert mem.get_recipe("megatron").bytes_per_param == 18
+    assert mem.get_recipe("fp32+sgd").bytes_per_param == 8
+    assert mem.get_recipe("fp32+momentum").bytes_per_param == 12
+    custom = mem.Recipe("8bit-adam", 2, 2, 4, 2)
+    assert mem.model_state_bytes(1e9, custom).total == 10e9
+
+
+def test_chapter_static_memory():
+    # chapter Napkin 1.2: 1.5B fp32 + Adam: 6 + 6 + 12 = 24 GB
+    s = mem.model_state_bytes(1.5e9, "fp32+adam")
+    assert (s.weights, s.gradients, s.optimizer, s.total) == (6e9, 6e9, 12e9, 24e9)
+    # chapter Def 1.1: 7B at 12 B/param = 84 GB; at 16 B/param = 112 GB
+    assert mem.model_state_bytes(7e9, "mixed+adam-no-master").total == 84e9
+    assert mem.model_state_bytes(7e9, "mixed+adam").total == 112e9
+    # chapter: 20B at 16 bytes/param = 320 GB
+    assert mem.model_state_bytes(20e9, "mixed+adam").total == 320e9
+    # lesson plan: 70B x 12 bytes = 840 GB
+    assert mem.model_state_bytes(70e9, "mixed+adam-no-master").total == 840e9
+
+
+def test_zero_paper_figure1():
+    # Rajbhandari et al. 2020, Fig. 1: 7.5B params, 64 GPUs, K=12: 120 / 31.4 / 16.6 / 1.9 GB
+    got = [mem.zero_bytes_per_gpu(7.5e9, 64, s).total / 1e9 for s in range(4)]
+    assert got == [120.0, 31.40625, 16.640625, 1.875]
+    assert [round(g, 1) for g in got] == [120.0, 31.4, 16.6, 1.9]
+
+
+def test_lesson_zero1_on_8_gpus():
+    # lesson plan: 140 (weights) + 140 (grads) + 560/8 (optimizer) = 350 GB
+    s = mem.zero_bytes_per_gpu(70e9, 8, 1, "mixed+adam-no-master")
+    assert (s.weights, s.gradients, s.optimizer, s.total) == (140e9, 140e9, 70e9, 350e9)
+
+
+def test_korthikanti_activations():
+    # Korthikanti et al. 2022: sbh(34 + 5as/h); chapter Napkin 1.3's attention-score term
+    # 5 * 25 * 1024^2 * 8 = 1048.6 MB is exactly the 5as/h part
+    full = mem.activation_bytes_per_layer(1024, 8, 1600, 25)
+    selective = mem.activation_bytes_per_layer(1024, 8, 1600, 25, recompute="selective")
+    assert full == 1_494_220_800
+    assert full - selective == 5 * 25 * 1024**2 * 8 == 1_048_576_000
+    # x 48 layers = 71.7 GB, the chapter's Napkin 1.3 total
+    assert round(48 * full / 1e9, 1) == 71.7
+    # tensor parallel t=8: sbh(10 + 24/8 + 5as/(8h)); sequence parallel: sbh(34/8 + ...)
+    tp = mem.activation_bytes_per_layer(1024, 8, 1600, 25, tp=8)
+    assert tp == pytest.approx(1024 * 8 * 1600 * (10 + 3 + 5 * 25 * 1024 / (1600 * 8)))
+    sp = mem.activation_bytes_per_layer(1024, 8, 1600, 25, tp=8, sequence_parallel=True)
+    assert sp == pytest.approx(1024 * 8 * 1600 * (34 / 8 + 5 * 25 * 1024 / (1600 * 8)))
+    assert mem.activation_bytes_per_layer(1024, 8, 1600, 25, recompute="full") == 2 * 1024 * 8 * 1600
+
+
+def test_activation_bytes_pipeline_and_interleave():
+    m = get_model("gpt2-1.5b")
+    one = mem.activation_bytes_per_layer(1024, 4, 1600, 25)
+    assert mem.activation_bytes(m, 1024, 4) == 48 * one
+    assert mem.activation_bytes(m, 1024, 4, pp=4) == 48 * one  # first stage: L layers' worth
+    # interleaved 1F1B with v=2: x (1 + (p-1)/(p v)) = 1 + 3/8
+    assert mem.activation_bytes(m, 1024, 4, pp=4, interleave=2) == pytest.approx(48 * one * 1.375)
+
+
+def test_napkin_1_6_recomputed():
+    # chapter Napkin 1.6 (GPT-2 XL rounded to 1.5e9, batch 4): 95.7 -> 59.9 GB
+    act16 = 48 * mem.activation_bytes_per_layer(1024, 4, 1600, 25)
+    assert round(act16 / 1e9, 1) == 35.9
+    fp32 = mem.model_state_bytes(1.5e9, "fp32+adam").total + 2 * act16
+    mixed = mem.model_state_bytes(1.5e9, "mixed+adam").total + act16
+    assert round(fp32 / 1e9, 1) == 95.7 and round(mixed / 1e9, 1) == 59.9
+
+
+def test_checkpointing_table15():
+    # chapter Table 15: sqrt(48) = 6.93 checkpoints -> 13.86 units, 71% saved
+    k = mem.optimal_checkpoints(48)
+    assert k == pytest.approx(6.928, abs=1e-3)
+    units = mem.checkpoint_memory(48, k)
+    assert units == pytest.approx(13.856, abs=1e-3)
+    assert round(1 - units / 48, 2) == 0.71
+    assert mem.checkpoint_memory(48, 7) == pytest.approx(7 + 48 / 7)
+
+
+def test_kv_cache():
+    # GPT-2 small: 2 * 12 layers * 12 heads * 64 * 2 bytes = 36,864 B/token
+    assert mem.kv_cache_bytes("gpt2-124m", 1) == 36_864
+    # Llama-2-70B GQA: 2 * 80 * 8 * 128 * 2 = 327,680 B/token
+    assert mem.kv_cache_bytes(get_model("llama2-70b"), 1) == 327_680
+    assert mem.kv_cache_bytes("llama2-7b", 4096, batch=2) == 2 * 2**31
+
+
+def test_training_memory_and_fit():
+    tm = mem.training_memory("llama2-7b", micro_batch=1, seq_len=2048, recipe="mixed+adam")
+    assert tm.model_state == mem.model_state_bytes(6_738_415_616, "mixed+adam").total
+    assert not tm.fits("A100-80GB") and tm.headroom("A100-80GB") < 0
+    small = mem.training_memory("gpt2-124m", micro_batch=1, seq_len=1024)
+    assert small.fits("A100-80GB")
+    assert math.isclose(small.total, small.as_dict()["total"])
+    assert mem.effective_batch(16, 4, 8) == 512  # chapter Napkin 1.8
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: mem.model_state_bytes(-1), "n_params must be >= 0"),
+    (lambda: mem.model_state_bytes(1e9, "adam"), "recipe='adam'.*mixed\\+adam"),
+    (lambda: mem.zero_bytes_per_gpu(1e9, 8, 4), "stage=4.*0, 1, 2, 3"),
+    (lambda: mem.zero_bytes_per_gpu(1e9, 0, 1), "dp must be >= 1"),
+    (lambda: mem.activation_bytes_per_layer(0, 1, 768, 12), "seq_len must be >= 1"),
+    (lambda: mem.activation_bytes_per_layer(1024, 1, 768, 12, recompute="some"),
+     "recompute='some'"),
+    (lambda: mem.checkpoint_memory(48, 0), "k must be > 0"),
+    (lambda: mem.checkpoint_memory(48, 49), "k=49"),
+    (lambda: mem.kv_cache_bytes("gpt2-124m", -5), "seq_len must be >= 0"),
+])
+def test_bad_input_names_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.floats(1e6, 1e12), dp=st.integers(1, 1024),
+       recipe=st.sampled_from(sorted(mem.RECIPES)))
+def test_more_sharding_or_gpus_never_increases_memory(n, dp, recipe):
+    totals = [mem.zero_bytes_per_gpu(n, dp, s, recipe).total for s in range(4)]
+    assert all(a >= b for a, b in zip(totals, totals[1:]))
+    for s in range(4):
+        assert mem.zero_bytes_per_gpu(n, dp + 1, s, recipe).total <= totals[s]
+
+
+@settings(max_examples=60, deadline=None)
+@given(s=st.integers(1, 8192), b=st.integers(1, 64), heads=st.sampled_from([8, 12, 16, 32]),
+       hd=st.sampled_from([64, 128]), t=st.sampled_from([1, 2, 4, 8]), sp=st.booleans())
+def test_recompute_never_increases_activations(s, b, heads, hd, t, sp):
+    h = heads * hd
+    kw = dict(tp=t, sequence_parallel=sp)
+    none = mem.activation_bytes_per_layer(s, b, h, heads, **kw)
+    sel = mem.activation_bytes_per_layer(s, b, h, heads, recompute="selective", **kw)
+    full = mem.activation_bytes_per_layer(s, b, h, heads, recompute="full", **kw)
+    assert none >= sel >= full > 0
