@@ -18,13 +18,6 @@ c.CourseDirectory.course_id = "mlsys-training-serving"
 c.CourseDirectory.db_url = "sqlite:///" + os.environ.get(
     "COURSEKIT_GRADEBOOK", os.path.join(COURSE_ROOT, "gradebook.db"))
 
-# Students of the demo class (the sample submissions that ship in samples/).
-c.CourseDirectory.db_students = [
-    dict(id="alice", first_name="Alice", last_name="Solution"),
-    dict(id="bob", first_name="Bob", last_name="Partial"),
-    dict(id="carol", first_name="Carol", last_name="Untouched"),
-]
-
 # Generate: always overwrite, never leave a stale release behind.
 c.CourseDirectory.assignment_id = ""
 c.GenerateAssignment.force = True

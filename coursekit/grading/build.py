@@ -90,12 +90,12 @@ def source_notebook(root: Path, aid: str) -> nbformat.NotebookNode:
     return authoring.py_to_notebook(text, aid)
 
 
-def _clean_outputs(outputs) -> list:
+def _clean_outputs(outputs, count) -> list:
     out = []
     for o in outputs:
         o = dict(o)
         if "execution_count" in o:
-            o["execution_count"] = None
+            o["execution_count"] = count
         o.pop("metadata", None) if o.get("output_type") == "stream" else None
         out.append(o)
     return out
@@ -110,9 +110,16 @@ def execute_pinned(nb, workdir: Path, timeout=120) -> nbformat.NotebookNode:
     run = nbformat.from_dict(json.loads(json.dumps(nb)))
     NotebookClient(run, timeout=timeout, kernel_name="python3",
                    resources={"metadata": {"path": str(workdir)}}).execute()
+    count = 0
     for cell, done in zip(nb.cells, run.cells):
+        if cell.cell_type != "code":
+            continue
+        count += 1
         if authoring.pinned(cell):
-            cell.outputs = [nbformat.from_dict(o) for o in _clean_outputs(done.outputs)]
+            # nbval only compares cells that look executed: give them their position among
+            # the code cells as a deterministic execution count.
+            cell.execution_count = count
+            cell.outputs = [nbformat.from_dict(o) for o in _clean_outputs(done.outputs, count)]
     return nb
 
 
@@ -122,6 +129,7 @@ def copy_pinned(nb, committed) -> nbformat.NotebookNode:
     for cell in nb.cells:
         if authoring.pinned(cell) and cell.get("id") in old:
             cell.outputs = old[cell["id"]].get("outputs", [])
+            cell.execution_count = old[cell["id"]].get("execution_count")
     return nb
 
 

@@ -7,6 +7,7 @@ Thin wrappers around nbgrader's own commands, run with the course's
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 
 from . import build as buildmod
@@ -44,9 +45,32 @@ def submissions(root: Path, assignments=None, students=None) -> list:
     return out
 
 
+def registered_assignments(root: Path) -> set:
+    """Assignments whose notebooks are in the gradebook (needed before autograde)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url(root)) as gb:
+        return {a.name for a in gb.assignments if a.notebooks}
+
+
+def register_assignments(root: Path, aids) -> list:
+    """Put assignments into the gradebook (grade cells, checksums) without touching
+    release/: nbgrader generate_assignment into a scratch release folder."""
+    missing = sorted(set(aids) - registered_assignments(root))
+    for aid in missing:
+        with tempfile.TemporaryDirectory(prefix="coursekit-register-") as tmp:
+            buildmod.run_nbgrader(root, "generate_assignment", aid, "--force",
+                                  f"--CourseDirectory.release_directory={tmp}")
+    return missing
+
+
 def grade(root: Path, assignments=None, students=None) -> dict:
     """Autograde every submission with plain ``nbgrader autograde``; returns outcomes."""
     outcomes = {}
+    register_assignments(root, {aid for _, aid in submissions(root, assignments, students)})
     for student, aid in submissions(root, assignments, students):
         proc = buildmod.run_nbgrader(root, "autograde", aid, "--student", student, "--force",
                                      check=False)
