@@ -35,6 +35,7 @@ def one_line_error(output) -> list:
 class StripHiddenTests(Preprocessor):
     """Remove hidden-test code and tracebacks from autograded notebooks before feedback."""
 
+    enabled = Bool(True)  # nbconvert registers extra preprocessors disabled by default
     show_hidden_tests = Bool(
         False, help="Show hidden tests in feedback (e.g. after the deadline).").tag(config=True)
     notice = Unicode("# (hidden tests were run here; their code is not shown)").tag(config=True)
