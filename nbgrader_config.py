@@ -38,3 +38,15 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 c.StripHiddenTests.show_hidden_tests = os.environ.get("COURSEKIT_SHOW_HIDDEN_TESTS") == "1"
+
+# Sandbox: every kernel nbgrader starts runs through coursekit's launcher (see
+# coursekit/grading/sandbox.py): the course folder, gradebook and other students are
+# hidden, privileges dropped, processes contained, and rlimits plus a whole-notebook
+# time limit applied. COURSEKIT_SANDBOX=limits grades with rlimits only (loudly).
+c.Execute.kernel_manager_class = "coursekit.grading.sandbox.SandboxKernelManager"
+c.SandboxKernelManager.course_root = COURSE_ROOT
+c.SandboxKernelManager.mode = "limits" if os.environ.get("COURSEKIT_SANDBOX") == "limits" else "auto"
+c.SandboxKernelManager.hide = [c.CourseDirectory.db_url[len("sqlite:///"):]]
+c.SandboxKernelManager.status_file = os.environ.get("COURSEKIT_SANDBOX_STATUS", "")
+c.SandboxKernelManager.time_limit = int(os.environ.get("COURSEKIT_NOTEBOOK_TIMEOUT", "300"))
+c.SandboxKernelManager.memory_limit = int(os.environ.get("COURSEKIT_MEMORY_LIMIT", str(4 * 2**30)))

@@ -58,6 +58,14 @@ def nbgrader_env(extra=None) -> dict:
     return env
 
 
+def venv_on_path() -> None:
+    """Put this interpreter's bin folder first on PATH of this process (in-process
+    nbgrader Gradebook objects run ``alembic`` from PATH)."""
+    bindir = str(Path(sys.executable).parent)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != bindir:
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
 def run_nbgrader(root: Path, *args, env=None, check=True) -> subprocess.CompletedProcess:
     """Run ``nbgrader ARGS`` in the course root with the course config."""
     cmd = [sys.executable, "-m", "nbgrader", *args]

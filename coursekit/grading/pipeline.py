@@ -52,6 +52,10 @@ def registered_assignments(root: Path) -> set:
     warnings.filterwarnings("ignore", message=".*not in session.*")
     from nbgrader.api import Gradebook
 
+    path = db_url(root)[len("sqlite:///"):]
+    if not Path(path).exists():
+        return set()
+    buildmod.venv_on_path()
     with Gradebook(db_url(root)) as gb:
         return {a.name for a in gb.assignments if a.notebooks}
 

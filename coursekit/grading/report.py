@@ -32,6 +32,10 @@ def _gradebook(db_url):
     warnings.filterwarnings("ignore", message=".*not in session.*")
     from nbgrader.api import Gradebook
 
+    from .build import venv_on_path
+
+    venv_on_path()  # nbgrader runs `alembic` from PATH when it creates a gradebook
+
     return Gradebook(db_url)
 
 

@@ -1,0 +1,486 @@
+# %% [markdown]
+# # 01 · What training costs: FLOPs, time, dollars, energy, carbon
+#
+# **Follows:** the "Model Training" chapter — the iron law (Def 1.2, Eq 1, Table 1), GPT-2 layer
+# FLOPs (Napkin Math 1.1), Model FLOPs Utilization (Def 1.4), rent vs buy (Napkin 1.5), mixed
+# precision throughput (Napkin 1.7), the GPT-2 walkthrough (Example 1.3, Tables 18–19) and the
+# carbon footprint of training (Napkin 1.11).
+#
+# **You will be able to:** count the FLOPs of a transformer layer by component; estimate a whole
+# training run with 6ND; turn FLOPs into wall-clock time on N accelerators with the iron law;
+# measure efficiency as MFU (and tell it apart from "GPU utilization"); turn time into dollars,
+# kWh and tonnes of CO₂; and check a published estimate for consistency.
+#
+# **Time:** about 60 minutes. **Points:** 15, in 7 graded cells.
+#
+# ### Conventions used in this notebook (read them once)
+# * **One multiply-accumulate = 2 FLOPs.** A matrix product (m×k)·(k×n) costs 2·m·k·n FLOPs.
+# * **Backward = 2 × forward**, so a training step costs 3 × the forward FLOPs, and a whole run
+#   costs **6 FLOPs per parameter per token** (6ND).
+# * Layer FLOPs follow Napkin 1.1: dense attention (no causal-mask halving); biases, softmax,
+#   norms and activations are left out (they grow like B·S·d, not B·S·d²).
+# * **MFU counts model FLOPs only** (forward + backward, no recomputation); HFU also counts
+#   recomputation. Both are fractions: return 0.115, not 11.5.
+# * Units inside functions are SI: FLOPs, FLOP/s, seconds, watts, joules, US dollars.
+#   1 kWh = 3.6 × 10⁶ J; 1 day = 86,400 s. Printed numbers always carry their unit.
+
+# %% [setup]
+# Setup: imports. In Colab this installs coursekit first if it is missing (no restart needed).
+try:
+    import coursekit
+except ImportError:  # Colab: the course's student wheel (never the course repo: it has solutions)
+    %pip install -q "{{COURSEKIT_INSTALL}}"
+    import coursekit
+import math
+import numpy as np
+import matplotlib.pyplot as plt
+from coursekit.grading import checks as ck
+from coursekit.training import flops as ref_flops
+from coursekit.units import GFLOP, TFLOP, PFLOP, DAY, HOUR, KWH
+from coursekit.hardware import get_accelerator
+from coursekit.viz import training as viz
+
+V100 = get_accelerator("V100-32GB")
+print(f"coursekit {coursekit.__version__}; V100 fp16 Tensor-Core peak: "
+      f"{V100.peak('fp16') / TFLOP:g} TFLOP/s")
+
+# %% [markdown]
+# ## Part 1 · The problem: one GPT-2 training step is a third of a petaFLOP
+#
+# GPT-2 XL has 48 layers, hidden size $d = 1600$ and 25 attention heads ($d_\text{head} = 64$).
+# The chapter trains it with batch $B = 32$ sequences of $S = 1024$ tokens. One layer's forward
+# pass is five matrix products (Napkin 1.1):
+#
+# | component | shape of the work | FLOPs |
+# |---|---|---|
+# | Q, K, V projections | 3 products (B·S × d)·(d × d) | $2 \cdot 3 \cdot B S d^2$ |
+# | scores $QK^\top$ | per head (S × d_head)·(d_head × S) | $2 \cdot B \cdot h \cdot S^2 \cdot d_\text{head}$ |
+# | attention × V | per head (S × S)·(S × d_head) | $2 \cdot B \cdot h \cdot S^2 \cdot d_\text{head}$ |
+# | output projection | (B·S × d)·(d × d) | $2 \cdot B S d^2$ |
+# | FFN, $d_\text{ff} = 4d$ | (B·S × d)·(d × 4d) and back | $2 \cdot 2 \cdot B S d \, d_\text{ff}$ |
+#
+# **Predict before you run:** which component dominates, attention (the "famous" part) or the
+# FFN? By roughly how much?
+#
+# Write `layer_flops` returning a dict with the keys `"qkv"`, `"qk"`, `"attn_v"`, `"out_proj"`
+# and `"ffn"` (FLOPs). `d_ff=None` means $4d$. Raise `ValueError` if `d_model` is not divisible
+# by `n_heads`.
+
+# %% [answer id=ex_layer_flops]
+def layer_flops(batch, seq_len, d_model, n_heads, d_ff=None):
+    """Forward FLOPs of one transformer layer by component (dict of FLOPs)."""
+    ### BEGIN SOLUTION
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
+    if d_ff is None:
+        d_ff = 4 * d_model
+    d_head = d_model // n_heads
+    tokens = batch * seq_len
+    scores = 2 * batch * n_heads * seq_len**2 * d_head
+    return {
+        "qkv": 2 * 3 * tokens * d_model**2,
+        "qk": scores,
+        "attn_v": scores,
+        "out_proj": 2 * tokens * d_model**2,
+        "ffn": 2 * 2 * tokens * d_model * d_ff,
+    }
+    ### END SOLUTION
+
+# %% [test id=test_layer_flops points=3]
+# Visible test: Napkin 1.1's QKV line (503 GFLOP).
+_got = ck.call(layer_flops, 32, 1024, 1600, 25)
+ck.check_exact(sorted(_got), ["attn_v", "ffn", "out_proj", "qk", "qkv"], name="keys",
+               reveal=True)
+ck.check_close(_got["qkv"], 503.31648e9, name="qkv FLOPs", reveal=True, unit="FLOPs")
+print(f"visible test passed: QKV = {_got['qkv'] / GFLOP:,.1f} GFLOP")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_flops.layer_forward_flops, ref_flops.training_step_flops]
+_got = ck.call(layer_flops, 32, 1024, 1600, 25, forbid=_forbid)
+# chapter Napkin 1.1: QK^T = 107 GFLOP (2*32*25*1024^2*64 = 107,374,182,400)
+ck.check_close(_got["qk"], 107_374_182_400, name="qk FLOPs")
+ck.check_close(_got["attn_v"], 107_374_182_400, name="attn_v FLOPs")
+# Napkin 1.1: output projection ~168 GFLOP (2*32*1024*1600^2 = 167,772,160,000)
+ck.check_close(_got["out_proj"], 167_772_160_000, name="out_proj FLOPs")
+# Napkin 1.1: FFN 16*B*S*d^2 = 1,342,177,280,000
+ck.check_close(_got["ffn"], 1_342_177_280_000, name="ffn FLOPs")
+# Napkin 1.1: per-layer total ~2228.01 GFLOP
+ck.check_close(sum(_got.values()), 2228.01e9, rel=1e-5, name="layer total")
+# GPT-2 small, B=8, S=512, d=768, 12 heads (recomputed): qkv 2*3*4096*768^2
+_small = ck.call(layer_flops, 8, 512, 768, 12, forbid=_forbid)
+ck.check_close(_small["qkv"], 14_495_514_624, name="GPT-2 small qkv")
+ck.check_close(_small["qk"], 3_221_225_472, name="GPT-2 small qk")  # 2*8*12*512^2*64
+# Llama-2-7B-like with d_ff = 11008 (recomputed): ffn = 4*1*4096*4096*11008
+_ll = ck.call(layer_flops, 1, 4096, 4096, 32, 11008, forbid=_forbid)
+ck.check_close(_ll["ffn"], 738_734_374_912, name="ffn with d_ff=11008")
+ck.check_raises(layer_flops, 32, 1024, 1600, 24, name="layer_flops(d=1600, heads=24)")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The FFN is **60%** of the layer (1,342 of 2,228 GFLOP) and attention's two $S^2$ products
+# only 10%. At $S = 1024$, the $d^2$ terms win; the $S^2$ terms catch up only when
+# $S \gtrsim 6d$ (try it: call `layer_flops(1, 16384, 1600, 25)`).
+#
+# Multiply by 48 layers and by 3 (forward + backward) and you get one step:
+
+# %%
+def _step_flops(fn):
+    return 3 * 48 * sum(fn(32, 1024, 1600, 25).values())
+
+try:
+    _step = _step_flops(layer_flops)
+    _src = "your layer_flops"
+except Exception:  # a stub falls back to the library so the cell still runs
+    _step = ref_flops.training_step_flops(32, 1024, 1600, 25, 48)
+    _src = "coursekit (your function is not done yet)"
+print(f"one GPT-2 XL training step (from {_src}): {_step / TFLOP:,.1f} TFLOP")
+print(f"on one V100 at 100% of {V100.peak('fp16') / TFLOP:g} TFLOP/s: "
+      f"{_step / V100.peak('fp16'):.2f} s   (chapter: 2.6 s)")
+print(f"50,000 steps: {50_000 * _step / PFLOP:,.1f} PFLOP   (chapter: ~16041.7 PFLOP)")
+
+# %% [markdown]
+# ## Part 2 · The whole run in one line: 6ND
+#
+# Adding up every layer for every token gives a shortcut. A dense model with $N$ parameters does
+# about $2N$ FLOPs per token forward (one multiply-add per weight) and $4N$ backward, so training
+# on $D$ tokens costs
+#
+# $$C \approx 6 N D \quad \text{FLOPs (Kaplan et al. 2020; chapter Napkin 1.5).}$$
+#
+# **Predict:** Llama 2 70B was trained on 2 trillion tokens. Is that closer to $10^{21}$,
+# $10^{23}$ or $10^{25}$ FLOPs?
+
+# %% [answer id=ex_training_flops partial]
+def training_flops(n_params, n_tokens):
+    """Total training FLOPs, 6 * N * D. Raise ValueError if either is <= 0."""
+    ### BEGIN SOLUTION
+    if n_params <= 0 or n_tokens <= 0:
+        raise ValueError(f"n_params and n_tokens must be > 0, got {n_params}, {n_tokens}")
+    return 6 * n_params * n_tokens
+    ### END SOLUTION
+
+# %% [test id=test_training_flops points=1]
+ck.check_close(ck.call(training_flops, 1.5e9, 1e10), 9e19, name="training_flops(1.5e9, 1e10)",
+               reveal=True, unit="FLOPs")
+print("visible test passed")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_flops.training_flops, ref_flops.model_flops_per_token]
+# chapter Napkin 1.5: Llama 2 70B, 2T tokens -> 8.4e23 FLOPs
+ck.check_close(ck.call(training_flops, 70e9, 2e12, forbid=_forbid), 8.4e23,
+               name="Llama 2 70B")
+# chapter Napkin 1.11: 7B, 1T tokens -> 4.2e22
+ck.check_close(ck.call(training_flops, 7e9, 1e12, forbid=_forbid), 4.2e22, name="7B, 1T")
+# GPT-3 175B, 300B tokens: 6*175e9*300e9 = 3.15e23 (the chapter quotes 3.14e23)
+ck.check_close(ck.call(training_flops, 175e9, 300e9, forbid=_forbid), 3.15e23, name="GPT-3")
+ck.check_raises(training_flops, 0, 1e12, name="training_flops(0, 1e12)")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Part 3 · From FLOPs to days: the iron law
+#
+# The iron law of training (Def 1.2, Eq 1) with $N$ identical devices:
+#
+# $$T = \frac{O}{R_\text{peak} \cdot \eta \cdot N}$$
+#
+# $O$ is the work in FLOPs, $R_\text{peak}$ the peak FLOP/s of one device, $\eta$ the fraction
+# of that peak actually achieved (MFU), $N$ the number of devices (perfect scaling assumed here;
+# assignment 04 removes that assumption). Table 1 sorts every optimization by the term it moves:
+# mixed precision raises $R_\text{peak}$, prefetching and fusion raise $\eta$, checkpointing
+# *raises* $O$.
+#
+# **Predict:** Llama 2 70B on 1,024 H100s (989 TFLOP/s dense FP16) at $\eta = 0.5$: a day, a
+# few weeks, or a year?
+
+# %% [answer id=ex_training_time partial]
+def training_time(total_flops, peak_flops, efficiency, n_devices=1):
+    """Seconds to do total_flops on n_devices at efficiency * peak_flops each.
+
+    Raise ValueError unless 0 < efficiency <= 1 and n_devices >= 1.
+    """
+    ### BEGIN SOLUTION
+    if not 0 < efficiency <= 1:
+        raise ValueError(f"efficiency must be in (0, 1], got {efficiency}")
+    if n_devices < 1:
+        raise ValueError(f"n_devices must be >= 1, got {n_devices}")
+    return total_flops / (peak_flops * efficiency * n_devices)
+    ### END SOLUTION
+
+# %% [test id=test_training_time points=2]
+ck.check_close(ck.call(training_time, 1e15, 1e12, 0.5), 2000.0, name="training_time(1e15, 1e12, 0.5)",
+               reveal=True, unit="s")
+print("visible test passed")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_flops.training_time, ref_flops.mfu, ref_flops.achieved_flops]
+# chapter Napkin 1.5: 8.4e23 / (989e12 * 0.5 * 1024) = 1,658,872.6 s = 19.2 days
+ck.check_close(ck.call(training_time, 8.4e23, 989e12, 0.5, 1024, forbid=_forbid),
+               1_658_872.6, rel=1e-6, name="Napkin 1.5 on 1,024 H100s")
+# Napkin 1.5: one GPU ~1.70e9 s (53.8 years)
+ck.check_close(ck.call(training_time, 8.4e23, 989e12, 0.5, forbid=_forbid), 1.6986e9,
+               rel=1e-4, name="Napkin 1.5 on one H100")
+# chapter Napkin 1.11: 4.2e22 at 156 TFLOP/s sustained (eta=1) on 1,024 A100s -> 73.03 h
+ck.check_close(ck.call(training_time, 4.2e22, 156e12, 1.0, 1024, forbid=_forbid),
+               262_920.67, rel=1e-6, name="Napkin 1.11")
+ck.check_raises(training_time, 1e20, 1e15, 0.0, name="efficiency=0")
+ck.check_raises(training_time, 1e20, 1e15, 1.5, name="efficiency=1.5")
+ck.check_raises(training_time, 1e20, 1e15, 0.5, 0, name="n_devices=0")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### The iron law, drawn
+# Same GPT-2 XL step (Part 1) on one V100, at three efficiencies: the ideal, GPT-3's reported
+# $\eta \approx 0.45$ (Def 1.2), and the 8.6% we will find in Example 1.3 (Part 4). The grey
+# part is time paid for peak FLOP/s that did no model work.
+
+# %%
+def _time(o, r, eta):
+    try:
+        return float(training_time(o, r, eta))
+    except Exception:  # stub: fall back to the library
+        return ref_flops.training_time(o, r, eta)
+
+_ideal = _time(_step, V100.peak("fp16"), 1.0)
+_rows = {f"eta = {eta:.3g}": {"useful compute O/R_peak": _ideal,
+                              "lost to utilization": _time(_step, V100.peak("fp16"), eta) - _ideal}
+         for eta in (1.0, 0.45, 0.0864)}
+viz.plot_iron_law(_rows, title="GPT-2 XL step on one V100: T = O / (R_peak · eta)")
+plt.show()
+
+# %% [markdown]
+# ## Part 4 · Efficiency: MFU, and why "85% GPU utilization" is not 85%
+#
+# Model FLOPs Utilization (Def 1.4, from the PaLM paper) is the fraction of the devices' peak
+# spent on the model's own FLOPs:
+#
+# $$\text{MFU} = \frac{O_\text{model per step}}{R_\text{peak} \cdot T_\text{step} \cdot N}$$
+#
+# with $O_\text{model}$ = 6 × parameters × tokens per step (no recomputation, no padding).
+#
+# **Predict:** Def 1.4's 7B model processes 1,024 tokens per step in 1.2 s on one A100
+# (312 TFLOP/s). Above or below 50%?
+
+# %% [answer id=ex_mfu partial]
+def mfu(model_flops_per_step, step_time, peak_flops, n_devices=1):
+    """Model FLOPs utilization as a fraction. Raise ValueError if step_time <= 0."""
+    ### BEGIN SOLUTION
+    if step_time <= 0:
+        raise ValueError(f"step_time must be > 0, got {step_time}")
+    return model_flops_per_step / (peak_flops * step_time * n_devices)
+    ### END SOLUTION
+
+# %% [test id=test_mfu points=2]
+ck.check_close(ck.call(mfu, 50.0, 1.0, 100.0), 0.5, name="mfu(50, 1, 100)", reveal=True)
+print("visible test passed")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_flops.mfu, ref_flops.hfu, ref_flops.achieved_flops]
+# chapter Def 1.4: 6*7e9*1024 / (312e12 * 1.2) = 0.114872 (11.5 %)
+ck.check_close(ck.call(mfu, 6 * 7e9 * 1024, 1.2, 312e12, forbid=_forbid), 0.11487179,
+               rel=1e-6, name="Def 1.4 MFU")
+# PaLM-like cluster (recomputed): 1e19 FLOPs/step, 10 s, 6,144 chips of 275e12 -> 0.591856
+ck.check_close(ck.call(mfu, 1e19, 10.0, 275e12, 6144, forbid=_forbid), 0.591856,
+               rel=1e-5, name="6,144 chips")
+ck.check_raises(mfu, 1e12, 0.0, 1e15, name="step_time=0")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Misconception: "the profiler says 85% GPU utilization, so we use 85% of the GPU"
+#
+# Example 1.3 ends with GPT-2 XL (1.5 × 10⁹ parameters, as the chapter rounds it) on one V100
+# "at 85% accelerator utilization", processing **1,200 tokens/s** (Table 18), with gradient
+# checkpointing that recomputes one forward pass (≈33% extra compute).
+#
+# Write `mfu_hfu(tokens_per_s, n_params, peak_flops)` returning the pair `(mfu, hfu)` as
+# fractions: the MFU counts $6N$ FLOPs per token; the HFU (hardware FLOPs utilization) also
+# counts the recomputed forward pass ($2N$ more per token, $8N$ in total). Then look at the
+# bar chart below for the Example 1.3 run on the V100's 125 TFLOP/s.
+
+# %% [answer id=ex_mfu_vs_util]
+def mfu_hfu(tokens_per_s, n_params, peak_flops):
+    """(MFU, HFU) of a run with full activation recomputation, as fractions."""
+    ### BEGIN SOLUTION
+    return 6 * n_params * tokens_per_s / peak_flops, 8 * n_params * tokens_per_s / peak_flops
+    ### END SOLUTION
+
+# %% [test id=test_mfu_vs_util points=2]
+_got = ck.call(mfu_hfu, 1000.0, 1e9, 1e14)
+ck.check_close(_got[0], 0.06, name="MFU at 1,000 tokens/s, 1e9 params, 100 TFLOP/s",
+               reveal=True)
+print("visible test passed (MFU part)")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_flops.mfu, ref_flops.hfu, ref_flops.hardware_flops_per_token,
+           ref_flops.model_flops_per_token, ref_flops.achieved_flops]
+_got = ck.call(mfu_hfu, 1200.0, 1.5e9, 125e12, forbid=_forbid)
+# chapter Example 1.3 / Table 18 recomputed: 6*1.5e9*1200/125e12 = 0.0864
+ck.check_close(_got[0], 0.0864, rel=1e-6, name="Example 1.3 MFU")
+# with full recompute: 8*1.5e9*1200/125e12 = 0.1152
+ck.check_close(_got[1], 0.1152, rel=1e-6, name="Example 1.3 HFU")
+# recomputed: 7e9 params, 853.3 tokens/s (Def 1.4's 1,024 tokens / 1.2 s), A100 312 TFLOP/s
+_got = ck.call(mfu_hfu, 1024 / 1.2, 7e9, 312e12, forbid=_forbid)
+ck.check_close(_got[1], 0.15316239, rel=1e-6, name="Def 1.4 run, HFU")
+### END HIDDEN TESTS
+
+# %%
+try:
+    _m, _h = mfu_hfu(1200.0, 1.5e9, 125e12)
+    _ex13 = {"profiler 'utilization'": 0.85, "HFU": float(_h), "MFU": float(_m)}
+except Exception:  # not answered yet
+    _ex13 = {"profiler 'utilization'": 0.85,
+             "HFU": ref_flops.hfu(6 * 1.5e9 * 1200, 2 * 1.5e9 * 1200, 1.0, 125e12),
+             "MFU": ref_flops.mfu(6 * 1.5e9 * 1200, 1.0, 125e12)}
+viz.plot_utilization_vs_mfu(_ex13)
+plt.show()
+
+# %% [markdown]
+# "Utilization" from a profiler counts the time *some* kernel is running, busy or stalled, useful
+# or recomputing. MFU counts the model's FLOPs against peak: here **8.6%**, ten times less. The
+# run that Table 18 calls "compute-bound" wastes more than 90% of the V100's Tensor-Core peak.
+# (Production transformer training reaches 30–50% MFU; PaLM reported 46.2%.)
+#
+# ## Part 5 · From days to dollars, kWh and CO₂
+#
+# Once you know the time $T$ on $N$ devices:
+#
+# * rental: $N \cdot (T / 3600\,\text{s}) \cdot$ price per device-hour;
+# * energy: $(N \cdot P_\text{device} + N_\text{hosts} \cdot P_\text{host}) \cdot T$ joules
+#   (Napkin 1.11: 400 W per A100 and 200 W per 8-GPU host);
+# * electricity cost: energy in kWh × price per kWh; carbon: energy in kWh × grid intensity
+#   (kg CO₂ per kWh; Table 19 uses 0.43).
+#
+# **Predict:** Napkin 1.11's 73-hour run on 1,024 A100s. How many kWh: 300, 3,000 or 30,000?
+#
+# Write `training_bill` returning a dict with keys `"rental_usd"`, `"energy_kwh"`,
+# `"electricity_usd"` and `"co2_kg"`.
+
+# %% [answer id=ex_bill]
+def training_bill(n_devices, seconds, usd_per_device_hour, device_watts, n_hosts=0,
+                  host_watts=0.0, usd_per_kwh=0.10, kg_co2_per_kwh=0.43):
+    """Rental cost (USD), energy (kWh), electricity cost (USD) and CO2 (kg) of a run."""
+    ### BEGIN SOLUTION
+    hours = seconds / 3600
+    energy_kwh = (n_devices * device_watts + n_hosts * host_watts) * seconds / 3.6e6
+    return {
+        "rental_usd": n_devices * hours * usd_per_device_hour,
+        "energy_kwh": energy_kwh,
+        "electricity_usd": energy_kwh * usd_per_kwh,
+        "co2_kg": energy_kwh * kg_co2_per_kwh,
+    }
+    ### END SOLUTION
+
+# %% [test id=test_bill points=3]
+_got = ck.call(training_bill, 8, 3600.0, 2.0, 500.0)
+ck.check_exact(sorted(_got), ["co2_kg", "electricity_usd", "energy_kwh", "rental_usd"],
+               name="keys", reveal=True)
+ck.check_close(_got["rental_usd"], 16.0, name="8 GPUs for 1 h at $2", reveal=True, unit="USD")
+ck.check_close(_got["energy_kwh"], 4.0, name="8 x 500 W for 1 h", reveal=True, unit="kWh")
+print("visible test passed")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_flops.rental_cost, ref_flops.training_energy, ref_flops.electricity_cost,
+           ref_flops.carbon_emissions, ref_flops.device_seconds]
+# chapter Napkin 1.5: 1,024 H100s for 1,658,872.6 s at $3/h -> $1,415,571.3 (chapter ~$1.42M)
+_b = ck.call(training_bill, 1024, 1_658_872.6, 3.0, 700.0, forbid=_forbid)
+ck.check_close(_b["rental_usd"], 1_415_571.3, rel=1e-6, name="Napkin 1.5 rental")
+# chapter Napkin 1.11: (1024*400 + 128*200) W for 262,920.67 s -> 31,784.2 kWh
+_b = ck.call(training_bill, 1024, 262_920.67, 2.0, 400.0, 128, 200.0, forbid=_forbid)
+ck.check_close(_b["energy_kwh"], 31_784.2, rel=1e-5, name="Napkin 1.11 energy")
+# recomputed: 31,784.2 kWh x $0.10 = $3,178.42 ; x 0.43 kg = 13,667.2 kg
+ck.check_close(_b["electricity_usd"], 3178.42, rel=1e-5, name="Napkin 1.11 electricity")
+ck.check_close(_b["co2_kg"], 13_667.2, rel=1e-5, name="Napkin 1.11 carbon")
+# chapter Table 19 via its implied 11.65 kW for 32 V100s, 14 days: 3,914 kWh -> $391.4, 1.68 t
+_b = ck.call(training_bill, 32, 14 * 86400.0, 0.0, 11_649.0 / 32, forbid=_forbid)
+ck.check_close(_b["energy_kwh"], 3914.06, rel=1e-5, name="Table 19 energy")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Rent or buy? (Napkin 1.5)
+# 1,024 H100s bought at $30,000 each cost $30.7M. How many Llama-2-70B runs before buying is
+# cheaper than renting (ignoring power, staff and resale, as the chapter does)?
+
+# %%
+_t70 = ref_flops.training_time(8.4e23, 989e12, 0.5, 1024)
+try:
+    _rent = float(training_bill(1024, _t70, 3.0, 700.0)["rental_usd"])
+except Exception:  # a stub falls back to the library
+    _rent = ref_flops.rental_cost(1024, _t70, 3.0)
+_buy = ref_flops.purchase_cost(1024, 30_000)
+print(f"training time on 1,024 H100s at 50%: {_t70 / DAY:.1f} days")
+print(f"rental: ${_rent:,.0f}; purchase: ${_buy:,.0f}; "
+      f"break-even after {ref_flops.break_even_runs(_buy, _rent):.1f} runs (chapter: 21.7)")
+
+# %% [markdown]
+# ### Cost versus scale
+# If the data grows with the model (about 20 tokens per parameter, Hoffmann et al. 2022),
+# $C = 6 N \cdot 20 N$ grows as $N^2$: ten times the parameters, a hundred times the bill. The
+# curve uses **your** `training_flops` when it works.
+
+# %%
+viz.plot_cost_vs_scale(flops_fn=training_flops,
+                       marks={"Llama 2 70B (2T tokens)": (70e9, 2e12),
+                              "GPT-2 XL (~16 B tokens)": (1.5e9, 1.6e10)})
+plt.show()
+
+# %% [markdown]
+# ### Table 19: what the walkthrough's optimizations buy
+# Time, energy, electricity and carbon all fall by the same 40%, because with the same 32 V100s
+# drawing the same power, energy is proportional to time. (The chapter does not state the power
+# it assumed; 3,914 kWh over 14 days implies 11.65 kW, i.e. 364 W per V100 including its share
+# of the host.)
+
+# %%
+viz.plot_table19({"training time (days)": (14, 8.4), "energy (kWh)": (3914, 2348),
+                  "electricity (USD)": (391.4, 234.8), "carbon (t CO2)": (1.7, 1.01)})
+plt.show()
+
+# %% [markdown]
+# ## Part 6 · Check the book: Napkin 1.7's arithmetic
+#
+# Napkin 1.7 reports, for GPT-2 XL on 32 V100s:
+#
+# * FP32 ~90 samples/s, FP16 ~220 samples/s, "**2.4× faster** training";
+# * FP32 run: **2 weeks, $50,000**; FP16 run: **1.2 weeks, $28,000**.
+#
+# Same job, same cluster: the run time must shrink by the throughput ratio, and a rental bill is
+# proportional to time. **Predict:** is 2 weeks → 1.2 weeks a 2.4× speedup?
+#
+# It is not: 2 / 1.2 = 1.67×. (And $28,000 is not 1.2/2 of $50,000 either; that would be
+# $30,000.) Write `corrected_fp16_run`, returning the pair `(days, usd)` that the 220 vs 90
+# samples/s throughput actually implies, from the FP32 run's days and cost.
+
+# %% [answer id=ex_slip partial]
+def corrected_fp16_run(fp32_samples_per_s, fp16_samples_per_s, fp32_days, fp32_usd):
+    """(days, usd) of the FP16 run: same work, same devices, faster throughput."""
+    ### BEGIN SOLUTION
+    speedup = fp16_samples_per_s / fp32_samples_per_s
+    return fp32_days / speedup, fp32_usd / speedup
+    ### END SOLUTION
+
+# %% [test id=test_slip points=2]
+_got = ck.call(corrected_fp16_run, 100, 200, 10.0, 1000.0)
+ck.check_close(_got[0], 5.0, name="days at 2x", reveal=True, unit="days")
+ck.check_close(_got[1], 500.0, name="cost at 2x", reveal=True, unit="USD")
+print("visible test passed")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_flops.speedup_corrected_time]
+_got = ck.call(corrected_fp16_run, 90, 220, 14.0, 50_000.0, forbid=_forbid)
+# recomputed from chapter Napkin 1.7: 14 days * 90/220 = 5.7273 days (chapter: 1.2 weeks = 8.4)
+ck.check_close(_got[0], 5.7272727, rel=1e-6, name="corrected FP16 days")
+# $50,000 * 90/220 = $20,454.55 (chapter: $28,000)
+ck.check_close(_got[1], 20_454.545, rel=1e-6, name="corrected FP16 cost")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# With a 2.44× throughput gain, the FP16 run takes **5.7 days and about $20,500**: it saves
+# 8.3 days and $29,500, not 5.6 days and $22,000. Either the throughput or the time/cost line
+# of Napkin 1.7 is wrong; the speedup the chapter itself repeats (Systems Perspective 1.2:
+# "2.4× speedup with mixed precision") is the one we grade. Always check that a time, a rate
+# and a bill describe the same run.
+#
+# ## Summary
+# * A transformer layer's forward FLOPs are five matrix products; at GPT-2 sizes the FFN
+#   dominates. Training = 3 × forward; a whole run ≈ 6ND FLOPs.
+# * The iron law $T = O / (R_\text{peak}\,\eta\,N)$ turns FLOPs into time; each optimization moves
+#   one term (Table 1).
+# * MFU is $\eta$ made measurable: 8.6% for the chapter's "85% utilized" V100 run.
+# * Time × devices × price is the bill; time × power is the energy; energy × grid intensity is
+#   the carbon. Doubling MFU halves all three on the same hardware.
+#
+# **Reflection (ungraded):** your cloud quote is $2.50 per H100-hour and your team can reach
+# 40% MFU. Estimate what a 13B model trained on 20 tokens per parameter costs, then list two
+# things that would make the real bill higher than your estimate.

@@ -1,0 +1,635 @@
+# %% [markdown]
+# # 03 · Finding the bottleneck: roofline, data pipeline, overlap, diagnosis
+#
+# **Follows:** the "Model Training" chapter — §Arithmetic intensity (Table 5, Figure 2), the data
+# pipeline (Eq 7–15, Example 1.1), wave quantization (Systems Perspective 1.6, Table 6),
+# prefetching and overlap (Figures 10–11, Listing 4), FlashAttention's memory (§1.5.4),
+# identifying bottlenecks (Table 7, Self-Check 4) and the technique roadmap (Table 9).
+#
+# **You will be able to:** compute arithmetic intensity and an accelerator's ridge point; say
+# whether a kernel is memory- or compute-bound and how fast it can possibly run; find the slowest
+# stage of a data pipeline and the utilization it leaves the accelerator; compare serial and
+# overlapped iteration time; predict the warp-quantization tax; and turn profiler signals into a
+# diagnosis and the technique that addresses it.
+#
+# **Time:** about 75 minutes. **Points:** 17, in 8 graded cells.
+#
+# ### Conventions used in this notebook (read them once)
+# * **Bytes are HBM traffic**: each input read once, each output written once (ideal caching).
+# * **Ridge point** = peak FLOP/s ÷ HBM bytes/s of the *same* accelerator and dtype. The A100
+#   80 GB's own datasheet gives 312 × 10¹² / 2.039 × 10¹² = **153 FLOP/byte** (the chapter
+#   rounds to 156). At exactly the ridge we call a kernel **compute-bound**.
+# * **Rates** are items per second (batches, samples, bytes); compare stages in the same item.
+#   Utilizations are fractions (0.2, not 20).
+# * **Diagnosis labels** are exactly one of `"data-bound"`, `"memory-bound"`,
+#   `"compute-bound"`, `"capacity-bound"`, `"overhead-bound"` (Part 6 defines the rule).
+
+# %% [setup]
+# Setup: imports. In Colab this installs coursekit first if it is missing (no restart needed).
+try:
+    import coursekit
+except ImportError:  # Colab: the course's student wheel (never the course repo: it has solutions)
+    %pip install -q "{{COURSEKIT_INSTALL}}"
+    import coursekit
+import math
+import numpy as np
+import matplotlib.pyplot as plt
+from coursekit.grading import checks as ck
+from coursekit.training import roofline as ref_roofline
+from coursekit.training import input_pipeline as ref_pipeline
+from coursekit.units import GB, MB, TFLOP, MS, dtype_bytes
+from coursekit.hardware import get_accelerator
+from coursekit.viz import training as viz
+
+A100 = get_accelerator("A100-80GB")
+V100 = get_accelerator("V100-32GB")
+print(f"coursekit {coursekit.__version__}; A100-80GB: {A100.peak('bf16') / TFLOP:g} TFLOP/s bf16, "
+      f"{A100.hbm_bandwidth / GB:,.0f} GB/s HBM")
+
+# %% [markdown]
+# ## Part 1 · The problem: a faster GPU that is not faster
+#
+# The chapter's element-wise activation moves 2 bytes per FP16 value and does about 1 FLOP on it.
+# An A100 can do 312 × 10¹² FLOP/s but read only 2.039 × 10¹² bytes/s, so an activation over
+# 10⁹ values needs at least 2 × 10⁹ / 2.039 × 10¹² ≈ 1 ms just to *read* its input, while the
+# arithmetic would take 3 µs. Doubling peak FLOP/s changes nothing here.
+#
+# The quantity that decides is the **arithmetic intensity** $I$ = FLOPs / bytes moved, compared
+# with the accelerator's **ridge point** $R_\text{peak} / BW$.
+#
+# **Predict before you run:** a square bf16 matrix product (n × n)·(n × n): at which n does it
+# cross the A100's ridge of ~153 FLOP/byte: 64, 512 or 4096?
+#
+# Write `ridge_point(peak_flops, hbm_bandwidth)` (FLOP/byte) and
+# `gemm_intensity(m, k, n, bytes_per_value)` for (m×k)·(k×n): $2mkn$ FLOPs over
+# $(mk + kn + mn)\cdot$bytes. Both raise `ValueError` for non-positive inputs.
+
+# %% [answer id=ex_ridge partial]
+def ridge_point(peak_flops, hbm_bandwidth):
+    """FLOP/byte at which the roofline turns: peak / bandwidth."""
+    ### BEGIN SOLUTION
+    if peak_flops <= 0 or hbm_bandwidth <= 0:
+        raise ValueError("peak_flops and hbm_bandwidth must be > 0")
+    return peak_flops / hbm_bandwidth
+    ### END SOLUTION
+
+# %% [test id=test_ridge points=1]
+ck.check_close(ck.call(ridge_point, 312e12, 2.039e12), 153.0162, rel=1e-6,
+               name="A100 ridge", reveal=True, unit="FLOP/byte")
+print("visible test passed: A100-80GB ridge = 153.0 FLOP/byte")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_roofline.ridge_point]
+# recomputed from the V100 datasheet: 125e12 / 900e9 = 138.889 FLOP/byte
+ck.check_close(ck.call(ridge_point, 125e12, 900e9, forbid=_forbid), 138.8889, rel=1e-6,
+               name="V100 ridge")
+# the chapter's rounded A100: 312 / 2.0 = 156 FLOP/byte
+ck.check_close(ck.call(ridge_point, 312e12, 2.0e12, forbid=_forbid), 156.0, name="156")
+# A100 fp32 (19.5 TFLOP/s) -> 9.5635: precision moves the ridge (chapter footnote 19)
+ck.check_close(ck.call(ridge_point, 19.5e12, 2.039e12, forbid=_forbid), 9.563511, rel=1e-6,
+               name="A100 fp32 ridge")
+ck.check_raises(ridge_point, 312e12, 0, name="ridge_point(bandwidth=0)")
+### END HIDDEN TESTS
+
+# %% [answer id=ex_gemm_intensity]
+def gemm_intensity(m, k, n, bytes_per_value):
+    """Arithmetic intensity (FLOP/byte) of an (m x k) @ (k x n) product."""
+    ### BEGIN SOLUTION
+    if min(m, k, n) <= 0 or bytes_per_value <= 0:
+        raise ValueError("m, k, n and bytes_per_value must be > 0")
+    return 2 * m * k * n / ((m * k + k * n + m * n) * bytes_per_value)
+    ### END SOLUTION
+
+# %% [test id=test_gemm_intensity points=2]
+ck.check_close(ck.call(gemm_intensity, 3, 3, 3, 2), 1.0, name="gemm_intensity(3,3,3,2)",
+               reveal=True, unit="FLOP/byte")
+print("visible test passed")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_roofline.gemm, ref_roofline.arithmetic_intensity]
+# recomputed: square n = 4096, bf16: n/3 = 1365.33
+ck.check_close(ck.call(gemm_intensity, 4096, 4096, 4096, 2, forbid=_forbid), 1365.3333,
+               rel=1e-6, name="4096^3 bf16")
+# matrix-vector 4096x4096 @ 4096x1, bf16: 2*4096^2 / ((4096^2 + 2*4096)*2) = 0.999512
+ck.check_close(ck.call(gemm_intensity, 4096, 4096, 1, 2, forbid=_forbid), 0.99951195,
+               rel=1e-6, name="matrix-vector")
+# GPT-2 XL FFN, 32*1024 tokens x 1600 x 6400, fp16: 1231.8797 FLOP/byte (recomputed)
+ck.check_close(ck.call(gemm_intensity, 32768, 1600, 6400, 2, forbid=_forbid), 1231.8797,
+               rel=1e-6, name="GPT-2 XL FFN")
+ck.check_raises(gemm_intensity, 0, 4, 4, 2, name="gemm_intensity(m=0)")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# A square bf16 GEMM has $I = n/3$: it crosses 153 FLOP/byte at $n \approx 460$. A batch-1
+# matrix-vector product stays at ~1 FLOP/byte however large: this is why batching matters
+# (chapter §Arithmetic intensity: "with batch = 1, many operations fall below the ridge").
+#
+# ## Part 2 · The roofline
+#
+# A kernel of intensity $I$ can run no faster than
+#
+# $$P(I) = \min(R_\text{peak},\; I \cdot BW)$$
+#
+# Left of the ridge it is **memory-bound** (the bandwidth slope limits it), right of it
+# **compute-bound** (the flat roof limits it).
+#
+# **Predict:** materialized attention scores have $I = d_\text{head}/2$ = 32 FLOP/byte for
+# GPT-2 (chapter §Arithmetic intensity). What fraction of the A100's bf16 peak can they reach?
+#
+# Write `attainable(intensity, peak_flops, hbm_bandwidth)` (FLOP/s) and
+# `classify(intensity, peak_flops, hbm_bandwidth)` returning `"memory-bound"` or
+# `"compute-bound"` (compute-bound at exactly the ridge). Negative intensity raises `ValueError`.
+
+# %% [answer id=ex_roofline partial]
+def attainable(intensity, peak_flops, hbm_bandwidth):
+    """Roofline: the most FLOP/s a kernel of this intensity can reach."""
+    ### BEGIN SOLUTION
+    if intensity < 0:
+        raise ValueError(f"intensity must be >= 0, got {intensity}")
+    return min(peak_flops, intensity * hbm_bandwidth)
+    ### END SOLUTION
+
+
+def classify(intensity, peak_flops, hbm_bandwidth):
+    """'memory-bound' left of the ridge point, 'compute-bound' at or right of it."""
+    ### BEGIN SOLUTION
+    if intensity < 0:
+        raise ValueError(f"intensity must be >= 0, got {intensity}")
+    return "memory-bound" if intensity < peak_flops / hbm_bandwidth else "compute-bound"
+    ### END SOLUTION
+
+# %% [test id=test_roofline points=2]
+ck.check_close(ck.call(attainable, 32, 312e12, 2.039e12), 65.248e12, name="attainable(32) on A100",
+               reveal=True, unit="FLOP/s")
+ck.check_exact(ck.call(classify, 32, 312e12, 2.039e12), "memory-bound", name="classify(32)",
+               reveal=True)
+print("visible test passed: materialized attention reaches 65.2 of 312 TFLOP/s")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_roofline.attainable_flops, ref_roofline.bound, ref_roofline.ridge_point]
+# compute roof: GPT-2 XL FFN (1231.9 FLOP/byte) on the A100 -> 312e12
+ck.check_close(ck.call(attainable, 1231.88, 312e12, 2.039e12, forbid=_forbid), 312e12,
+               name="attainable(FFN)")
+# chapter Table 5 activation 0.5 FLOP/byte on the V100: 0.5 * 900e9 = 450e9
+ck.check_close(ck.call(attainable, 0.5, 125e12, 900e9, forbid=_forbid), 450e9,
+               name="attainable(activation) on V100")
+ck.check_exact(ck.call(classify, 1231.88, 312e12, 2.039e12, forbid=_forbid), "compute-bound",
+               name="classify(FFN)")
+# at exactly the ridge (156 = 312/2.0): compute-bound by convention
+ck.check_exact(ck.call(classify, 156.0, 312e12, 2.0e12, forbid=_forbid), "compute-bound",
+               name="classify(at ridge)")
+# 100 FLOP/byte: compute-bound on an fp32 A100 (ridge 9.56), memory-bound at bf16 (153)
+ck.check_exact(ck.call(classify, 100, 19.5e12, 2.039e12, forbid=_forbid), "compute-bound",
+               name="classify(100) fp32")
+ck.check_exact(ck.call(classify, 100, 312e12, 2.039e12, forbid=_forbid), "memory-bound",
+               name="classify(100) bf16")
+ck.check_raises(attainable, -1, 312e12, 2.039e12, name="attainable(-1)")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### The roofline, with the chapter's operations on it
+# The A100 and V100 roofs, and one GPT-2 XL layer's operations (Napkin 1.1 sizes) placed on the
+# A100 roof. The roof is drawn with **your** `attainable` when it works. Now switch to fp32: the
+# ridge drops to 9.6 FLOP/byte, and every operation's intensity halves (4-byte values).
+
+# %%
+def _student_roof(intensity, accelerator, dtype):
+    a = get_accelerator(accelerator)
+    return attainable(intensity, a.peak(dtype), a.hbm_bandwidth)
+
+fig, axes = plt.subplots(1, 2, figsize=(14, 5))
+viz.plot_roofline(("A100-80GB", "V100-32GB"), "fp16", attainable_fn=_student_roof, ax=axes[0])
+viz.plot_roofline(("A100-80GB", "V100-32GB"), "fp32", attainable_fn=_student_roof, ax=axes[1])
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Table 5's classes land where the chapter says: the GEMMs (hundreds to a thousand FLOP/byte) on
+# the flat roof; activation, LayerNorm and softmax (0.25–2 FLOP/byte) far down the slope; the
+# materialized attention scores at 32 FLOP/byte, memory-bound. (Table 5 quotes ~10 FLOP/byte for
+# LayerNorm and ~5 for softmax; counting ~8 and ~5 FLOPs per element over 4 bytes read+written
+# gives 2 and 1.25. The verdict, memory-bound by two orders of magnitude, is the same.)
+#
+# ### Misconception: "a GPU with twice the TFLOP/s trains twice as fast"
+# Only compute-bound kernels speed up. With the V100 → A100 upgrade (125 → 312 TFLOP/s, 2.5×;
+# 900 → 2,039 GB/s, 2.27×), the memory-bound kernels gain 2.27×, not 2.5×; on a hypothetical A100
+# with the V100's memory they would gain nothing:
+
+# %%
+for _op in ref_roofline.chapter_operations("fp16"):
+    _v = ref_roofline.attainable_flops(_op.intensity, V100, "fp16")
+    _a = ref_roofline.attainable_flops(_op.intensity, A100, "fp16")
+    _same_mem = min(A100.peak("fp16"), _op.intensity * V100.hbm_bandwidth)
+    print(f"{_op.name:<32} I = {_op.intensity:8.2f} FLOP/byte: V100 {_v / TFLOP:6.1f} -> A100 "
+          f"{_a / TFLOP:6.1f} TFLOP/s ({_a / _v:.2f}x); A100 with V100 memory: {_same_mem / _v:.2f}x")
+
+# %% [markdown]
+# ### FlashAttention: the same FLOPs, a fraction of the bytes
+# Standard attention writes an $S \times S$ score matrix per head to HBM: at $S$ = 4096 in FP32
+# that is $4096^2 \times 4$ bytes = 67.1 MB per head. FlashAttention streams tiles through SRAM and
+# keeps only Q, K and V, $3 \times S \times d_\text{head} \times 4$ bytes = 3.1 MB (chapter
+# §1.5.4; with the output Y too, 4.2 MB).
+
+# %%
+for _s in (1024, 2048, 4096, 8192):
+    _std = ref_pipeline.attention_memory_standard(_s)
+    _fl = ref_pipeline.attention_memory_tiled(_s, 64)
+    print(f"S = {_s:>5}: standard {_std / MB:8.1f} MB per head, tiled {_fl / MB:5.1f} MB "
+          f"per head ({_std / _fl:5.1f}x less); x 16 heads standard = {16 * _std / GB:.2f} GB")
+
+# %% [markdown]
+# ## Part 3 · The data pipeline: the slowest stage sets the pace
+#
+# Three stages feed the accelerator (Eq 7–10): storage, CPU preprocessing with $N$ workers
+# ($R_\text{pre} = N / T_\text{transform}$, Eq 8) and the host-to-device copy. The pipeline
+# delivers $R_\text{pipeline} = \min(\ldots)$ of its stages, and the accelerator is busy
+#
+# $$U = \min\!\left(1, \frac{R_\text{pipeline}}{R_\text{compute}}\right) \quad\text{(Eq 11).}$$
+#
+# **Predict:** ResNet-50 computes 1,000 images/s; the pipeline delivers 200 images/s. You buy an
+# accelerator that computes 2,000 images/s. What is its utilization?
+#
+# Write `preprocessing_rate(n_workers, transform_time)` (items/s) and
+# `accelerator_utilization(pipeline_rate, compute_rate)` (fraction, at most 1).
+
+# %% [answer id=ex_pipeline]
+def preprocessing_rate(n_workers, transform_time):
+    """Items per second from n_workers, each taking transform_time seconds per item."""
+    ### BEGIN SOLUTION
+    if n_workers < 1 or transform_time <= 0:
+        raise ValueError("n_workers must be >= 1 and transform_time > 0")
+    return n_workers / transform_time
+    ### END SOLUTION
+
+
+def accelerator_utilization(pipeline_rate, compute_rate):
+    """Fraction of time the accelerator computes, given both rates in the same unit."""
+    ### BEGIN SOLUTION
+    if compute_rate <= 0 or pipeline_rate < 0:
+        raise ValueError("compute_rate must be > 0 and pipeline_rate >= 0")
+    return min(1.0, pipeline_rate / compute_rate)
+    ### END SOLUTION
+
+# %% [test id=test_pipeline points=2]
+ck.check_close(ck.call(accelerator_utilization, 200, 1000), 0.2, name="Eq 11: 200 vs 1,000",
+               reveal=True)
+print("visible test passed: 20% utilization")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_pipeline.accelerator_utilization, ref_pipeline.preprocessing_rate,
+           ref_pipeline.system_rate]
+# chapter Eq 11 text: a 2,000 img/s accelerator -> 10 %
+ck.check_close(ck.call(accelerator_utilization, 200, 2000, forbid=_forbid), 0.1,
+               name="200 vs 2,000")
+# never above 1
+ck.check_close(ck.call(accelerator_utilization, 2000, 1000, forbid=_forbid), 1.0,
+               name="faster pipeline")
+# chapter §Data pipeline: one thread at 30 ms/batch -> 33.33 batches/s; 4 workers -> 133.33
+ck.check_close(ck.call(preprocessing_rate, 1, 0.030, forbid=_forbid), 33.333333, rel=1e-6,
+               name="1 worker, 30 ms")
+ck.check_close(ck.call(preprocessing_rate, 4, 0.030, forbid=_forbid), 133.33333, rel=1e-6,
+               name="4 workers, 30 ms")
+# Example 1.1: one core tokenizes a batch in 65.536 ms vs an 84.4 ms step -> utilization 1
+_rate_1core = ck.call(preprocessing_rate, 1, 0.065536, forbid=_forbid)
+_u = ck.call(accelerator_utilization, _rate_1core, 1 / 0.0844, forbid=_forbid)
+ck.check_close(_u, 1.0, name="Example 1.1, one core")
+ck.check_raises(accelerator_utilization, 200, 0, name="compute_rate=0")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The 2,000 images/s accelerator sits at **10%**: upgrading the most expensive component made the
+# system no faster. Example 1.1 (GPT-2) traces every stage for a batch of 32 × 1,024 tokens:
+
+# %%
+_tokens = 32 * 1024
+_batch_bytes = ref_pipeline.tensor_bytes((32, 1024), 8)  # int64 token ids
+_rates = {  # batches per second, per stage
+    "storage": ref_pipeline.storage_rate(7 * GB) / _batch_bytes,  # 7 GB/s NVMe x 0.1
+    "tokenize": 500e3 / _tokens,                                  # 1 core, 500K tokens/s
+    "pcie": 15.75 * GB / _batch_bytes,                            # Gen3 x16
+    "compute": 1 / 0.0844,                                        # 84.4 ms step
+}
+print(f"batch: {_batch_bytes:,.0f} bytes of int64 token ids")
+for _name, _rate in _rates.items():
+    print(f"{_name:<9} {_rate:12,.1f} batches/s")
+print("slowest stage:", ref_pipeline.bottleneck_stage(**_rates))
+print(f"tokenize one batch: 1 core {ref_pipeline.stage_time(_tokens, 500e3) / MS:.1f} ms, "
+      f"8 cores {ref_pipeline.stage_time(_tokens, 500e3, 8) / MS:.1f} ms; "
+      f"accelerator step 84.4 ms -> {32 / 0.0844:.0f} samples/s")
+
+# %% [markdown]
+# ## Part 4 · Serial vs overlapped: sum versus max
+#
+# Without prefetching, each step waits for every stage in turn: $T = \sum_i T_i$ (Figure 10).
+# With prefetching, stage $i$ works on batch $b+1$ while stage $i+1$ works on batch $b$, so
+# in steady state $T = \max_i T_i$ (Eq 13, Figure 11).
+#
+# **Predict:** crop 10 ms + color jitter 15 ms + normalize 5 ms on the CPU, then a 25 ms GPU
+# step. Serial and overlapped step time?
+#
+# Write `iteration_times(stage_times)` returning the pair `(serial, overlapped)` in seconds.
+# An empty list or a negative time raises `ValueError`.
+
+# %% [answer id=ex_overlap partial]
+def iteration_times(stage_times):
+    """(serial, overlapped) step time in seconds for the given per-stage times."""
+    ### BEGIN SOLUTION
+    if len(stage_times) == 0 or min(stage_times) < 0:
+        raise ValueError("stage_times must be a non-empty list of times >= 0")
+    return float(sum(stage_times)), float(max(stage_times))
+    ### END SOLUTION
+
+# %% [test id=test_overlap points=2]
+_got = ck.call(iteration_times, [0.010, 0.015, 0.005, 0.025])
+ck.check_close(_got[0], 0.055, name="serial", reveal=True, unit="s")
+ck.check_close(_got[1], 0.025, name="overlapped", reveal=True, unit="s")
+print("visible test passed: 55 ms serial, 25 ms overlapped")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_pipeline.serial_iteration_time, ref_pipeline.overlapped_iteration_time,
+           ref_pipeline.pipeline_total_time]
+# Example 1.1 after the fix: tokenize 8.192 ms, PCIe 0.01664 ms, step 84.4 ms
+_got = ck.call(iteration_times, [0.008192, 0.00001664, 0.0844], forbid=_forbid)
+ck.check_close(_got[0], 0.09260864, rel=1e-6, name="Example 1.1 serial")
+ck.check_close(_got[1], 0.0844, rel=1e-6, name="Example 1.1 overlapped")
+# a single stage: both equal
+_got = ck.call(iteration_times, [0.3], forbid=_forbid)
+ck.check_close(_got[0], 0.3, name="single stage serial")
+ck.check_close(_got[1], 0.3, name="single stage overlapped")
+ck.check_raises(iteration_times, [], name="iteration_times([])")
+ck.check_raises(iteration_times, [0.1, -0.2], name="negative stage time")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Figures 10–11 as Gantt charts, four batches. Overlap hides the 30 ms of CPU work behind the
+# GPU step only if the CPU side is itself no slower than the GPU; otherwise the CPU becomes the
+# max.
+
+# %%
+viz.plot_pipeline_gantt({"crop": 0.010, "color jitter": 0.015, "normalize": 0.005,
+                         "GPU step": 0.025}, n_batches=4)
+plt.show()
+try:
+    _s, _o = iteration_times([0.010, 0.015, 0.005, 0.025])
+    print(f"your iteration_times: serial {_s * 1e3:.0f} ms, overlapped {_o * 1e3:.0f} ms "
+          f"({1 - _o / _s:.0%} shorter)")
+except Exception:  # stub
+    print("implement iteration_times to see your numbers here")
+
+# %% [markdown]
+# ### The price of prefetching: host memory (Listing 4, Eq 14)
+# `DataLoader(num_workers=4, prefetch_factor=2)` keeps 4 × 2 = 8 batches in flight. For 256
+# images of 1024 × 1024 × 3 in FP32, each batch is 3.2 GB:
+
+# %%
+_batch = ref_pipeline.tensor_bytes((256, 1024, 1024, 3), 4)
+for _w, _p in ((4, 2), (8, 2), (16, 4)):
+    print(f"num_workers={_w:>2}, prefetch_factor={_p}: {ref_pipeline.prefetch_batches(_w, _p):>3} "
+          f"batches = {ref_pipeline.prefetch_memory(_w, _p, _batch) / GB:6.1f} GB of host memory")
+
+# %% [markdown]
+# ### Explore the pipeline
+# Workers, prefetch factor and stage times; the utilization comes from **your**
+# `accelerator_utilization` when it works.
+
+# %%
+viz.pipeline_explorer(accelerator_utilization)
+
+# %% [markdown]
+# ## Part 5 · Wave quantization: batch 33 costs as much as batch 64
+#
+# A GPU runs threads in warps of 32 (and blocks in waves over its SMs). A batch of 33 needs
+# $\lceil 33/32 \rceil = 2$ warps; the second has one busy lane out of 32. Utilization is
+#
+# $$U = \frac{b}{\lceil b / w \rceil \cdot w}$$
+#
+# **Predict:** Table 6 lists 33 → 51.6% and 65 → 67.7%. What is batch 97? And 100?
+#
+# Write `warp_utilization(batch, warp_size=32)`; a batch < 1 raises `ValueError`.
+
+# %% [answer id=ex_warp]
+def warp_utilization(batch, warp_size=32):
+    """Fraction of launched lanes doing work: batch / (warps * warp_size)."""
+    ### BEGIN SOLUTION
+    if batch < 1 or warp_size < 1:
+        raise ValueError(f"batch and warp_size must be >= 1, got {batch}, {warp_size}")
+    warps = -(-batch // warp_size)
+    return batch / (warps * warp_size)
+    ### END SOLUTION
+
+# %% [test id=test_warp points=2]
+ck.check_close(ck.call(warp_utilization, 33), 0.515625, name="warp_utilization(33)",
+               reveal=True)
+print("visible test passed: 51.6%")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_pipeline.warp_utilization, ref_pipeline.quantized_utilization,
+           ref_pipeline.wave_utilization, ref_pipeline.warps_needed]
+# chapter Table 6: 65 -> 67.7 % (65/96)
+ck.check_close(ck.call(warp_utilization, 65, forbid=_forbid), 0.67708333, rel=1e-6,
+               name="batch 65")
+ck.check_close(ck.call(warp_utilization, 64, forbid=_forbid), 1.0, name="batch 64")
+ck.check_close(ck.call(warp_utilization, 32, forbid=_forbid), 1.0, name="batch 32")
+# recomputed: 97 -> 97/128 = 0.7578125 ; 1 -> 1/32
+ck.check_close(ck.call(warp_utilization, 97, forbid=_forbid), 0.7578125, name="batch 97")
+ck.check_close(ck.call(warp_utilization, 1, forbid=_forbid), 0.03125, name="batch 1")
+# H100 wave of 132 SMs (Systems Perspective 1.6): 133 blocks -> 133/264
+ck.check_close(ck.call(warp_utilization, 133, 132, forbid=_forbid), 0.50378788, rel=1e-6,
+               name="133 blocks on 132 SMs")
+ck.check_raises(warp_utilization, 0, name="warp_utilization(0)")
+### END HIDDEN TESTS
+
+# %%
+viz.plot_warp_sawtooth(200, 32, util_fn=warp_utilization)
+plt.show()
+
+# %% [markdown]
+# The sawtooth never falls below 50% after the first warp, but it falls to just above 50% right
+# after each multiple of 32. Self-Check 3's team saw 92% at batch 32 and 71% at 33: the second
+# warp is almost empty. Choose batch sizes and hidden dimensions that are multiples of 32 or 64.
+#
+# ## Part 6 · Diagnosis: from profiler signals to a label and a fix
+#
+# Table 7 sorts bottlenecks by their profiler signature; Table 9 names the first technique to
+# try. The chapter's two sources disagree on one point: Table 7 lists "low memory bandwidth
+# usage" for compute-bound runs, yet Self-Check 4's answer calls Run A (92% utilization, **HBM
+# saturated**) compute-bound. This course uses one rule, checked **in this order** (first match
+# wins):
+#
+# | # | signals | label |
+# |---|---|---|
+# | 1 | the run does not fit in memory (`oom=True`) | `"capacity-bound"` |
+# | 2 | GPU activity drops to ~0 in periodic gaps (`idle_gaps=True`) **and** CPU ≥ 0.8 | `"data-bound"` |
+# | 3 | GPU utilization ≥ 0.9 | `"compute-bound"` |
+# | 4 | HBM bandwidth utilization ≥ 0.6 | `"memory-bound"` |
+# | 5 | anything else (launch overhead, synchronization, communication) | `"overhead-bound"` |
+#
+# Utilization decides before HBM (row 3 before row 4), which reproduces the chapter's answer for
+# Run A. Only a kernel-level profiler (Nsight Compute: achieved FLOP/s vs achieved bytes/s)
+# settles such a case for real; the profiler summary cannot.
+#
+# **Predict:** Self-Check 4's Run B shows GPU utilization 18% with periodic drops to zero, CPU
+# pinned and HBM low. Which label?
+#
+# Write `diagnose(gpu_util, hbm_util, cpu_util, idle_gaps=False, oom=False)` returning one of
+# the five labels. Utilizations are fractions in [0, 1]; anything outside raises `ValueError`.
+
+# %% [answer id=ex_diagnose partial]
+def diagnose(gpu_util, hbm_util, cpu_util, idle_gaps=False, oom=False):
+    """One of 'capacity-bound', 'data-bound', 'compute-bound', 'memory-bound',
+    'overhead-bound', by the course's rule (first match wins)."""
+    ### BEGIN SOLUTION
+    for name, value in (("gpu_util", gpu_util), ("hbm_util", hbm_util),
+                        ("cpu_util", cpu_util)):
+        if not 0 <= value <= 1:
+            raise ValueError(f"{name} must be in [0, 1], got {value}")
+    if oom:
+        return "capacity-bound"
+    if idle_gaps and cpu_util >= 0.8:
+        return "data-bound"
+    if gpu_util >= 0.9:
+        return "compute-bound"
+    if hbm_util >= 0.6:
+        return "memory-bound"
+    return "overhead-bound"
+    ### END SOLUTION
+
+# %% [test id=test_diagnose points=4]
+ck.check_exact(ck.call(diagnose, 0.18, 0.1, 1.0, idle_gaps=True), "data-bound",
+               name="Self-Check 4 Run B", reveal=True)
+print("visible test passed: Run B is data-bound")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_roofline.diagnose_bottleneck, ref_roofline.recommend_technique]
+# chapter Self-Check 4 Q3 Run A (answer key): 92 %, HBM saturated, CPU idle -> compute-bound
+ck.check_exact(ck.call(diagnose, 0.92, 0.95, 0.05, forbid=_forbid), "compute-bound",
+               name="Run A")
+# Self-Check 4 Q2: white gaps, CPU sustained, HBM low -> data-bound
+ck.check_exact(ck.call(diagnose, 0.35, 0.1, 0.9, True, forbid=_forbid), "data-bound",
+               name="Self-Check 4 Q2 trace")
+# Table 7 memory-bound row: 50-80 % utilization, high bandwidth
+ck.check_exact(ck.call(diagnose, 0.65, 0.85, 0.2, forbid=_forbid), "memory-bound",
+               name="Table 7 memory row")
+# Table 7 compute-bound row: >90 %, low bandwidth
+ck.check_exact(ck.call(diagnose, 0.95, 0.2, 0.1, forbid=_forbid), "compute-bound",
+               name="Table 7 compute row")
+# Example 1.3 step 1: 95.7 GB on a 32 GB V100 -> capacity-bound
+ck.check_exact(ck.call(diagnose, 0.0, 0.0, 0.0, oom=True, forbid=_forbid), "capacity-bound",
+               name="Example 1.3 OOM")
+# gaps but idle CPU: not the input pipeline (rule 2 needs CPU >= 0.8)
+ck.check_exact(ck.call(diagnose, 0.45, 0.3, 0.2, True, forbid=_forbid), "overhead-bound",
+               name="gaps, idle CPU")
+# Example 1.3 after the data fix: 85 %, HBM moderate (0.5), CPU 0.3 -> overhead-bound
+ck.check_exact(ck.call(diagnose, 0.85, 0.5, 0.3, forbid=_forbid), "overhead-bound",
+               name="85 %, moderate HBM")
+# boundaries: exactly 0.9 -> compute; exactly 0.6 HBM -> memory; CPU exactly 0.8 -> data
+ck.check_exact(ck.call(diagnose, 0.9, 0.7, 0.1, forbid=_forbid), "compute-bound",
+               name="gpu_util = 0.9")
+ck.check_exact(ck.call(diagnose, 0.7, 0.6, 0.1, forbid=_forbid), "memory-bound",
+               name="hbm_util = 0.6")
+ck.check_exact(ck.call(diagnose, 0.5, 0.2, 0.8, True, forbid=_forbid), "data-bound",
+               name="cpu_util = 0.8")
+ck.check_raises(diagnose, 92, 0.5, 0.1, name="gpu_util=92 (percent, not fraction)")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### The fix for each label (Table 9)
+# Write `prescribe(label)`, returning for each of the five labels the option in `OPTIONS` that
+# the chapter prescribes first (Table 9; for `"overhead-bound"`, which Table 9 does not list,
+# the course's choice is the kernel-launch remedy). Not every option is used. Any other label
+# raises `ValueError`.
+
+# %%
+OPTIONS = ("prefetching & pipeline overlap", "mixed-precision training",
+           "FlashAttention / operator fusion", "gradient accumulation & activation checkpointing",
+           "larger batch / kernel fusion / CUDA graphs", "buy a GPU with more TFLOP/s",
+           "more data-parallel GPUs")
+
+# %% [answer id=ex_prescription]
+def prescribe(label):
+    """The first technique (one of OPTIONS) for a diagnosis label."""
+    ### BEGIN SOLUTION
+    table = {
+        "data-bound": "prefetching & pipeline overlap",
+        "memory-bound": "FlashAttention / operator fusion",
+        "compute-bound": "mixed-precision training",
+        "capacity-bound": "gradient accumulation & activation checkpointing",
+        "overhead-bound": "larger batch / kernel fusion / CUDA graphs",
+    }
+    if label not in table:
+        raise ValueError(f"label must be one of {sorted(table)}, got {label!r}")
+    return table[label]
+    ### END SOLUTION
+
+# %% [test id=test_prescription points=2]
+for _label in ("data-bound", "memory-bound", "compute-bound", "capacity-bound",
+               "overhead-bound"):
+    _fix = ck.call(prescribe, _label)
+    assert _fix in OPTIONS, f"prescribe({_label!r}) = {_fix!r} is not one of OPTIONS"
+print("visible checks passed (every answer is one of OPTIONS)")
+### BEGIN HIDDEN TESTS
+_forbid = [ref_roofline.recommend_technique, ref_roofline.diagnose_bottleneck]
+# chapter Table 9 rows: data movement, compute throughput, memory bandwidth (attn.), capacity
+ck.check_exact(ck.call(prescribe, "data-bound", forbid=_forbid),
+               "prefetching & pipeline overlap", name="data-bound")
+ck.check_exact(ck.call(prescribe, "compute-bound", forbid=_forbid),
+               "mixed-precision training", name="compute-bound")
+ck.check_exact(ck.call(prescribe, "memory-bound", forbid=_forbid),
+               "FlashAttention / operator fusion", name="memory-bound")
+ck.check_exact(ck.call(prescribe, "capacity-bound", forbid=_forbid),
+               "gradient accumulation & activation checkpointing", name="capacity-bound")
+# course convention (not in Table 9)
+ck.check_exact(ck.call(prescribe, "overhead-bound", forbid=_forbid),
+               "larger batch / kernel fusion / CUDA graphs", name="overhead-bound")
+ck.check_raises(prescribe, "io-bound", name="prescribe('io-bound')")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Example 1.3 as a diagnosis loop
+# The chapter's walkthrough is profile → diagnose → fix → re-profile. With your `diagnose` (or
+# the library if it is not done yet):
+
+# %%
+_walk = [
+    ("1. FP32 baseline, batch 4: 95.7 GB on a 32 GB V100", dict(gpu_util=0.0, hbm_util=0.0,
+                                                                cpu_util=0.0, oom=True)),
+    ("4. fits; 45% util, gaps, loader busy", dict(gpu_util=0.45, hbm_util=0.3, cpu_util=0.95,
+                                                  idle_gaps=True)),
+    ("5. 8 workers + prefetch: 85% util, HBM 40%", dict(gpu_util=0.85, hbm_util=0.4,
+                                                       cpu_util=0.4)),
+]
+for _step_name, _sig in _walk:
+    try:
+        _label = diagnose(**_sig)
+        _who = "you"
+    except Exception:  # stub: library fallback
+        _label = ref_roofline.diagnose_bottleneck(**_sig)
+        _who = "coursekit"
+    try:
+        _fix = prescribe(_label)
+    except Exception:  # stub: library fallback
+        _fix = ref_roofline.recommend_technique(_label)
+    print(f"{_step_name:<52} -> {_label:<15} ({_who}); fix: {_fix}")
+
+# %% [markdown]
+# Table 18 reports 85% after step 5 and calls the final run compute-bound. By this course's rule,
+# 85% with moderate HBM traffic is `"overhead-bound"`, which matches the chapter's own account of
+# what remains ("synchronization, loss scaling, memory transfers, and kernel launch latency") and
+# the 8.6% MFU you computed in assignment 01: the arithmetic units are far from saturated. (The
+# chapter gives no HBM figure for this step; 40% is our assumption.)
+#
+# ### Explore the roofline
+# Pick an accelerator, a dtype and a GEMM shape: where does it sit? The roof comes from your
+# `attainable` when it works. Try m = 1 (one token at a time, as in decoding).
+
+# %%
+viz.roofline_explorer(_student_roof)
+
+# %% [markdown]
+# ## Summary
+# * Arithmetic intensity against the ridge point decides memory- vs compute-bound; precision
+#   moves the ridge (9.6 FLOP/byte at fp32, 153 at bf16 on an A100).
+# * Element-wise ops, norms, softmax and materialized attention are memory-bound; large GEMMs are
+#   compute-bound; FlashAttention removes the $S^2$ bytes, not the FLOPs.
+# * A pipeline runs at its slowest stage; an accelerator fed at 20% of its rate is 80% idle, and
+#   a faster accelerator only lowers that percentage.
+# * Prefetching turns sum into max, at the cost of host memory for the buffered batches.
+# * Batch sizes just past a multiple of 32 waste up to half the lanes.
+# * Diagnose before fixing: one rule, one label, one first technique; then re-profile.
+#
+# **Reflection (ungraded):** a colleague reports "GPU utilization 97%, MFU 12%, HBM at 90%".
+# What does our rule say, what would you expect Nsight Compute to show for the top kernels, and
+# which single experiment would you run first to tell compute-bound from memory-bound?

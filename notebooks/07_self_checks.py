@@ -1,0 +1,1001 @@
+# %% [markdown]
+# # Assignment 07 — Self-checks: the chapter's quizzes and the lesson's checks
+#
+# **Follows:** chapter 002 Self-Checks 1–8 (§1.1–§1.8); lesson plan 003 Checks 1–2 and its five misconceptions; lab plan 004 prediction locks.
+#
+# **Objectives.** Review the whole chapter as a quiz sheet; turn the free-response questions into numbers you can compute; predict, then verify with `coursekit`; notice where a source's own answer key is wrong and why.
+#
+# **Time:** about 60 minutes. **Points:** 49.
+#
+# **How to answer.** Each part ends with one answer cell: replace each `None` with your answer (a letter string such as `"B"`, `True`/`False`, a label string from the list given, a list such as `[2, 1, 3]`, or a number in the unit given, in base SI units: bytes, seconds, FLOPs), then delete the `raise NotImplementedError()` line. The feedback cell under it tells you at once whether each answer is right, with a hint if not and the explanation once it is (or after two tries in the widgets).
+#
+# **Grading.** The instant feedback is for learning: it runs on your machine, so it cannot be tamper-proof, and it never affects your grade. Your grade comes only from the autograder's hidden tests. Free-response questions appear twice: as a graded numeric or label variant, and as an ungraded reflection whose model answer appears after you write an attempt.
+
+# %% [setup]
+# Setup: imports. In Colab this installs coursekit first if it is missing (no restart needed).
+try:
+    import coursekit
+except ImportError:  # Colab: the course's student wheel (never the course repo: it has solutions)
+    %pip install -q "{{COURSEKIT_INSTALL}}"
+    import coursekit
+import numpy as np
+from coursekit.grading import checks as ck
+from coursekit.grading import selfcheck as sc
+
+# %% [markdown]
+# ## Self-Check 1 — the iron law of training performance (002 §1.1)
+#
+# **Recap.** Training time $T = O / (R_{peak}\cdot\eta_{hw})$ when data movement and communication are overlapped behind compute (the *simplified* iron law). $O$ is the work (≈ 6·N·D FLOPs), $R_{peak}$ the hardware ceiling, $\eta_{hw}$ the fraction of that ceiling the software actually reaches (MFU). Each optimization moves one lever.
+#
+# **sc1_q1.** A 1024-GPU run already overlaps PCIe transfers and AllReduce with compute and measures 38% MFU. Which iron-law lever is the most actionable next target?
+#
+# - **A** utilization η_hw (memory stalls, launch overhead, sync slack a profiler can localize)
+# - **B** peak throughput R_peak (buy newer accelerators)
+# - **C** total operations O (the only term left once overlap is achieved)
+# - **D** dataset size (shrinking it is equivalent to raising η_hw)
+#
+# **sc1_q2.** Switching from FP32 to mixed precision (Tensor Cores), nothing else changed, most directly targets which term?
+#
+# - **A** η_hw, because mixed precision only removes data stalls
+# - **B** R_peak, because reduced precision raises the achievable FLOP/s ceiling
+# - **C** O, because lower precision removes layers
+# - **D** dataset size, because fewer examples are needed
+#
+# **sc1_q3.** Free response turned numeric (small-batch debugging, Q3). A debug run at batch 4 with no prefetching spends 30 ms per step in compute and 45 ms in un-overlapped data loading, transfer and kernel launches. The team buys a GPU with 2× the peak (compute drops to 15 ms, the rest is unchanged). What step-time speedup do they actually get? (The simplified iron law predicts 2.)
+# *Answer unit: × (ratio).*
+#
+# **sc1_q4.** True or False: buying an accelerator with 2× the advertised TFLOP/s roughly doubles realized utilization η_hw.
+#
+# **sc1_q5.** Why did η_hw become a more critical engineering concern by the GPT-3 era?
+#
+# - **A** datasets became smaller
+# - **B** training stopped depending on matrix multiplication
+# - **C** peak throughput became irrelevant once Tensor Cores appeared
+# - **D** runs used thousands of accelerators, so each point of inefficiency cost millions of dollars and weeks
+
+# %% [answer id=ans_sc1 partial]
+sc1_q1 = None  # a letter: "A", "B", "C" or "D"
+sc1_q2 = None  # a letter: "A", "B", "C" or "D"
+sc1_q3 = None  # a number in × (ratio)
+sc1_q4 = None  # True or False
+sc1_q5 = None  # a letter: "A", "B", "C" or "D"
+### BEGIN SOLUTION
+sc1_q1 = 'A'
+sc1_q2 = 'B'
+sc1_q3 = 1.25
+sc1_q4 = False
+sc1_q5 = 'D'
+### END SOLUTION
+
+# %%
+# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
+sc.show_all({'sc1_q1': sc1_q1, 'sc1_q2': sc1_q2, 'sc1_q3': sc1_q3, 'sc1_q4': sc1_q4, 'sc1_q5': sc1_q5}, explain=True);
+
+# %% [test id=test_sc1_q1 points=1]
+# Visible test: checks the form of sc1_q1, not whether it is right.
+sc.require_format('sc1_q1', sc1_q1)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc1_q1, 'A', name='sc1_q1')  # 002 Self-Check 1 Q1 key: A; consistent with §1.1
+### END HIDDEN TESTS
+
+# %% [test id=test_sc1_q2 points=1]
+# Visible test: checks the form of sc1_q2, not whether it is right.
+sc.require_format('sc1_q2', sc1_q2)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc1_q2, 'B', name='sc1_q2')  # 002 Self-Check 1 Q2 key: B; A100 datasheet peaks
+### END HIDDEN TESTS
+
+# %% [test id=test_sc1_q3 points=1]
+# Visible test: checks the form of sc1_q3, not whether it is right.
+sc.require_format('sc1_q3', sc1_q3)
+### BEGIN HIDDEN TESTS
+ck.check_close(sc1_q3, 1.25, rel=0.001, name='sc1_q3')  # recomputed: (30+45)/(15+45) = 1.25 (scenario numbers stated in the item)
+### END HIDDEN TESTS
+
+# %% [test id=test_sc1_q4 points=1]
+# Visible test: checks the form of sc1_q4, not whether it is right.
+sc.require_format('sc1_q4', sc1_q4)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc1_q4, False, name='sc1_q4')  # 002 Self-Check 1 Q4 key: False
+### END HIDDEN TESTS
+
+# %% [test id=test_sc1_q5 points=1]
+# Visible test: checks the form of sc1_q5, not whether it is right.
+sc.require_format('sc1_q5', sc1_q5)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc1_q5, 'D', name='sc1_q5')  # 002 Self-Check 1 Q5 key: D
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Reflection (ungraded).** Q3 in words: why can the simplified iron law fail for a small-batch debugging session while it works for large-scale pretraining on the same code? Write your answer in the box and press *Check* to see the model answer.
+
+# %%
+sc.widget('sc1_q3_reflect')
+
+# %% [markdown]
+# ## Self-Check 2 — mathematical foundations: matmuls, memory, roofline (002 §1.2)
+#
+# **Recap.** Matrix-matrix products do O(n) FLOPs per byte and can saturate compute; matrix-vector products do O(1) and are memory bound. Training memory = weights + gradients + optimizer state + activations; Adam keeps two FP32 moments (8 bytes per parameter), SGD without momentum none. The roofline's ridge point is peak FLOP/s ÷ memory bandwidth; a kernel left of it is memory bound.
+#
+# **sc2_q1.** Why do batched matrix-matrix operations dominate accelerator design more than matrix-vector operations?
+#
+# - **A** they eliminate activation storage
+# - **B** matrix-vector needs more total memory
+# - **C** they expose much more work per byte loaded (high arithmetic intensity), so thousands of compute units can approach peak
+# - **D** matrix-vector cannot run on GPUs without the CPU
+#
+# **sc2_q2.** Free response turned numeric (Q2). A 7-billion-parameter model on 80 GB accelerators already uses 64 GB for weights, gradients and activations. How many bytes of optimizer state does Adam add (two FP32 moments per parameter)?
+# *Answer unit: bytes.*
+#
+# **sc2_q3.** Why do activations often dominate the training memory budget?
+#
+# - **A** every layer's activations stay resident from forward to backward, so they scale with depth and batch while parameters are fixed
+# - **B** activations are stored in FP64
+# - **C** activations include the raw dataset
+# - **D** optimizer state is counted as activations
+#
+# **sc2_q4.** Order the parts of one training step: (1) backward pass computes gradients, (2) optimizer updates parameters, (3) forward pass computes predictions and loss. Answer as a list of the item numbers, first step first.
+#
+# **sc2_q5.** On an A100 (ridge point near 156 FLOP/byte) a fused LayerNorm+softmax kernel runs at about 5 FLOP/byte. Which optimization family moves it toward the roof?
+#
+# - **A** a newer accelerator with 2× the peak FP16 TFLOP/s
+# - **B** reduce data movement: fusion, tiling, lower-precision storage
+# - **C** double the batch with the kernels unchanged
+# - **D** switch the optimizer from Adam to SGD
+
+# %% [answer id=ans_sc2]
+sc2_q1 = None  # a letter: "A", "B", "C" or "D"
+sc2_q2 = None  # a number in bytes
+sc2_q3 = None  # a letter: "A", "B", "C" or "D"
+sc2_q4 = None  # a list of item numbers, e.g. [2, 1, 3]
+sc2_q5 = None  # a letter: "A", "B", "C" or "D"
+### BEGIN SOLUTION
+sc2_q1 = 'C'
+sc2_q2 = 56000000000.0
+sc2_q3 = 'A'
+sc2_q4 = [3, 1, 2]
+sc2_q5 = 'B'
+### END SOLUTION
+
+# %%
+# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
+sc.show_all({'sc2_q1': sc2_q1, 'sc2_q2': sc2_q2, 'sc2_q3': sc2_q3, 'sc2_q4': sc2_q4, 'sc2_q5': sc2_q5}, explain=True);
+
+# %% [test id=test_sc2_q1 points=1]
+# Visible test: checks the form of sc2_q1, not whether it is right.
+sc.require_format('sc2_q1', sc2_q1)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc2_q1, 'C', name='sc2_q1')  # 002 Self-Check 2 Q1 key: C
+### END HIDDEN TESTS
+
+# %% [test id=test_sc2_q2 points=1]
+# Visible test: checks the form of sc2_q2, not whether it is right.
+sc.require_format('sc2_q2', sc2_q2)
+### BEGIN HIDDEN TESTS
+ck.check_close(sc2_q2, 56000000000.0, rel=0.001, name='sc2_q2')  # recomputed: 2 x 4 B x 7e9 = 56e9 B (matches the 002 key's 56 GB)
+### END HIDDEN TESTS
+
+# %% [test id=test_sc2_q3 points=1]
+# Visible test: checks the form of sc2_q3, not whether it is right.
+sc.require_format('sc2_q3', sc2_q3)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc2_q3, 'A', name='sc2_q3')  # 002 Self-Check 2 Q3 key: A
+### END HIDDEN TESTS
+
+# %% [test id=test_sc2_q4 points=1]
+# Visible test: checks the form of sc2_q4, not whether it is right.
+sc.require_format('sc2_q4', sc2_q4)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc2_q4, [3, 1, 2], name='sc2_q4')  # 002 Self-Check 2 Q4 key: (3), (1), (2)
+### END HIDDEN TESTS
+
+# %% [test id=test_sc2_q5 points=1]
+# Visible test: checks the form of sc2_q5, not whether it is right.
+sc.require_format('sc2_q5', sc2_q5)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc2_q5, 'B', name='sc2_q5')  # 002 Self-Check 2 Q5 key: B; ridge recomputed 312e12/2.039e12 = 153
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Reflection (ungraded).** Q2 in words: explain the systems trade-off between SGD and Adam for this run. Write your answer in the box and press *Check* to see the model answer.
+
+# %%
+sc.widget('sc2_q2_reflect')
+
+# %% [markdown]
+# ## Self-Check 3 — the training pipeline architecture (002 §1.3)
+#
+# **Recap.** A training system is a data pipeline, a training loop and an evaluation pipeline. A staged pipeline runs at the rate of its slowest stage (the min-of-three rule) once stages overlap; without overlap, stage times add up. GPU work is quantized into warps of 32 threads and waves of thread blocks, so sizes just past a boundary waste lanes. A larger batch means fewer updates per epoch.
+#
+# **sc3_q1.** Which subsystems describe the chapter's training-system architecture?
+#
+# - **A** data pipeline, training loop, evaluation pipeline (distinct resource demands, so bottlenecks are diagnosed at their boundaries)
+# - **B** storage controller, compiler pass, inference server
+# - **C** optimizer-state manager, scheduler daemon, checkpoint restorer
+# - **D** tokenizer, hyperparameter tuner, deployment gateway
+#
+# **sc3_q2.** Preprocessing delivers 4 GB/s, host-to-device transfer 32 GB/s, the GPU consumes 12 GB/s. What sets end-to-end throughput?
+#
+# - **A** the average of the three rates
+# - **B** the transfer rate alone
+# - **C** the GPU compute rate alone
+# - **D** the minimum of the three (preprocessing): parallelize preprocessing first
+#
+# **sc3_q3.** Free response turned numeric (CPU tokenization, Q3), with the chapter's Example 1.1 numbers: 32 × 1024 tokens per step, one CPU core tokenizing 500,000 tokens/s, a 262,144-byte batch over a 15.75 GB/s PCIe link, and an 84.4 ms accelerator step. Without any overlap (tokenize, copy, compute, repeat), what fraction of wall-clock time is the GPU busy?
+# *Answer unit: fraction (0-1).*
+#
+# **sc3_q4.** Batch 32 gives 92% GPU utilization, batch 33 gives 71%, same hardware. Most likely cause?
+#
+# - **A** batch 33 overflows L2 cache
+# - **B** the optimizer switched to FP32 accumulation
+# - **C** crossing a warp/wave boundary launches a partially filled extra unit with idle lanes
+# - **D** the framework inserts extra synchronization barriers
+#
+# **sc3_q5.** Batch 512 → 4096 with the same learning rate: GPU utilization 61% → 88%, but validation loss after 10,000 steps is worse at equal wall clock. Most likely?
+#
+# - **A** gradients switched dtype
+# - **B** 8× fewer updates per epoch with an unchanged learning rate: throughput-healthy but optimization-starved
+# - **C** backpropagation was no longer needed
+# - **D** per-epoch communication grew linearly with batch
+
+# %% [answer id=ans_sc3 partial]
+sc3_q1 = None  # a letter: "A", "B", "C" or "D"
+sc3_q2 = None  # a letter: "A", "B", "C" or "D"
+sc3_q3 = None  # a number in fraction (0-1)
+sc3_q4 = None  # a letter: "A", "B", "C" or "D"
+sc3_q5 = None  # a letter: "A", "B", "C" or "D"
+### BEGIN SOLUTION
+sc3_q1 = 'A'
+sc3_q2 = 'D'
+sc3_q3 = 0.56284
+sc3_q4 = 'C'
+sc3_q5 = 'B'
+### END SOLUTION
+
+# %%
+# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
+sc.show_all({'sc3_q1': sc3_q1, 'sc3_q2': sc3_q2, 'sc3_q3': sc3_q3, 'sc3_q4': sc3_q4, 'sc3_q5': sc3_q5}, explain=True);
+
+# %% [test id=test_sc3_q1 points=1]
+# Visible test: checks the form of sc3_q1, not whether it is right.
+sc.require_format('sc3_q1', sc3_q1)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc3_q1, 'A', name='sc3_q1')  # 002 Self-Check 3 Q1 key: A
+### END HIDDEN TESTS
+
+# %% [test id=test_sc3_q2 points=1]
+# Visible test: checks the form of sc3_q2, not whether it is right.
+sc.require_format('sc3_q2', sc3_q2)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc3_q2, 'D', name='sc3_q2')  # 002 Self-Check 3 Q2 key: D; min-of-three rule (§1.3)
+### END HIDDEN TESTS
+
+# %% [test id=test_sc3_q3 points=1]
+# Visible test: checks the form of sc3_q3, not whether it is right.
+sc.require_format('sc3_q3', sc3_q3)
+### BEGIN HIDDEN TESTS
+ck.check_close(sc3_q3, 0.56284, rel=0.002, name='sc3_q3')  # recomputed: 84.4 / (32768/5e5*1e3 + 262144/15.75e9*1e3 + 84.4) = 0.56284
+### END HIDDEN TESTS
+
+# %% [test id=test_sc3_q4 points=1]
+# Visible test: checks the form of sc3_q4, not whether it is right.
+sc.require_format('sc3_q4', sc3_q4)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc3_q4, 'C', name='sc3_q4')  # 002 Self-Check 3 Q4 key: C; Table 6 (33/64 lanes)
+### END HIDDEN TESTS
+
+# %% [test id=test_sc3_q5 points=1]
+# Visible test: checks the form of sc3_q5, not whether it is right.
+sc.require_format('sc3_q5', sc3_q5)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc3_q5, 'B', name='sc3_q5')  # 002 Self-Check 3 Q5 key: B; 4096/512 = 8
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Reflection (ungraded).** Q3 in words: why can CPU tokenization be a hidden bottleneck even when the host-to-device copy takes well under a millisecond? Write your answer in the box and press *Check* to see the model answer.
+
+# %%
+sc.widget('sc3_q3_reflect')
+
+# %% [markdown]
+# ## Self-Check 4 — identifying bottlenecks: MFU and D·A·M (002 §1.4)
+#
+# **Recap.** Def 1.4: MFU = O_model / (R_peak · T_step), with O_model the useful model FLOPs of one step, forward **plus** backward (≈ 6·N per token), excluding recomputation. Table 7 (D·A·M): compute-bound (Algorithm) = utilization > 90% with *low* memory bandwidth; memory-bound (Machine) = 50-80% with *high* memory bandwidth; data-bound (Data) = periodic drops to near zero with the CPU busy.
+#
+# **sc4_q1.** Why is MFU more informative than the profiler's accelerator-busy percentage?
+#
+# - **A** MFU equals peak throughput and is 100% on healthy hardware
+# - **B** MFU is measured from CPU activity
+# - **C** MFU ignores wall-clock time
+# - **D** MFU counts only useful model FLOPs; busy time also counts padding, recomputation and stalled kernels
+#
+# **sc4_q1_mfu.** Predict, then verify (MFU by Def 1.4). A 1e9-parameter model trains on 524,288 tokens per step on 8 A100s (312 TFLOP/s dense BF16 each) at 2.0 s per step. What is its MFU?
+# *Answer unit: fraction (0-1).*
+#
+# **sc4_q2.** GPU activity drops to near zero for tens of ms at a time while CPU data loading is busy and HBM bandwidth is low. Which D·A·M class?
+#
+# - **A** compute-bound
+# - **B** memory-bound
+# - **C** data-bound: the GPU drops to near zero rather than stalling on memory traffic
+# - **D** communication-bound
+#
+# **sc4_q3.** Free response turned label (Q3, run B). Run B shows 18% GPU utilization with periodic drops to zero, the CPU pinned and HBM bandwidth low. Which D·A·M class?
+# Answer with one of: `compute-bound`, `memory-bound`, `data-bound`, `communication-bound`.
+#
+# **sc4_q4.** Order the workflow: (1) apply a targeted fix to the dominant bottleneck, (2) profile the run, (3) re-profile and iterate, (4) identify the dominant bottleneck. Answer as a list of item numbers, first step first.
+
+# %% [answer id=ans_sc4]
+sc4_q1 = None  # a letter: "A", "B", "C" or "D"
+sc4_q1_mfu = None  # a number in fraction (0-1)
+sc4_q2 = None  # a letter: "A", "B", "C" or "D"
+sc4_q3 = None  # one of: 'compute-bound', 'memory-bound', 'data-bound', 'communication-bound'
+sc4_q4 = None  # a list of item numbers, e.g. [2, 1, 3]
+### BEGIN SOLUTION
+sc4_q1 = 'D'
+sc4_q1_mfu = 0.630154
+sc4_q2 = 'C'
+sc4_q3 = 'data-bound'
+sc4_q4 = [2, 4, 1, 3]
+### END SOLUTION
+
+# %%
+# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
+sc.show_all({'sc4_q1': sc4_q1, 'sc4_q1_mfu': sc4_q1_mfu, 'sc4_q2': sc4_q2, 'sc4_q3': sc4_q3, 'sc4_q4': sc4_q4}, explain=True);
+
+# %%
+# Verify with coursekit (ungraded): MFU per Def 1.4 from the hardware registry.
+from coursekit.hardware import get_accelerator
+_peak = get_accelerator('A100-80GB').peak('bf16')
+_useful = 6 * 1e9 * 524_288          # forward + backward FLOPs of one step
+print(f'useful FLOPs per step: {_useful:.3e} FLOP; cluster peak x step: '
+      f'{8 * _peak * 2.0:.3e} FLOP')
+print(f'a forward-only count would be {2 * 1e9 * 524_288:.3e} FLOP (one third)')
+
+# %% [test id=test_sc4_q1 points=1]
+# Visible test: checks the form of sc4_q1, not whether it is right.
+sc.require_format('sc4_q1', sc4_q1)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc4_q1, 'D', name='sc4_q1')  # 002 Self-Check 4 Q1 key: D (its explanation contradicts Def 1.4)
+### END HIDDEN TESTS
+
+# %% [test id=test_sc4_q1_mfu points=1]
+# Visible test: checks the form of sc4_q1_mfu, not whether it is right.
+sc.require_format('sc4_q1_mfu', sc4_q1_mfu)
+### BEGIN HIDDEN TESTS
+ck.check_close(sc4_q1_mfu, 0.630154, rel=0.001, name='sc4_q1_mfu')  # recomputed: 6*1e9*524288/(8*312e12*2.0) = 0.6301538
+### END HIDDEN TESTS
+
+# %% [test id=test_sc4_q2 points=1]
+# Visible test: checks the form of sc4_q2, not whether it is right.
+sc.require_format('sc4_q2', sc4_q2)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc4_q2, 'C', name='sc4_q2')  # 002 Self-Check 4 Q2 key: C; Table 7
+### END HIDDEN TESTS
+
+# %% [test id=test_sc4_q3 points=1]
+# Visible test: checks the form of sc4_q3, not whether it is right.
+sc.require_format('sc4_q3', sc4_q3)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc4_q3, 'data-bound', name='sc4_q3')  # 002 Self-Check 4 Q3 key (run B: data-bound); Table 7
+### END HIDDEN TESTS
+
+# %% [test id=test_sc4_q4 points=1]
+# Visible test: checks the form of sc4_q4, not whether it is right.
+sc.require_format('sc4_q4', sc4_q4)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc4_q4, [2, 4, 1, 3], name='sc4_q4')  # 002 Self-Check 4 Q4 key: (2), (4), (1), (3)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Reflection (ungraded).** Q3, run A: 92% GPU utilization, HBM bandwidth saturated, CPU idle. The chapter's key calls it compute-bound. Is that consistent with Table 7? What would you measure to decide? Write your answer in the box and press *Check* to see the model answer.
+
+# %%
+sc.widget('sc4_q3_reflect')
+
+# %% [markdown]
+# ## Self-Check 5 — pipeline optimizations (002 §1.5)
+#
+# **Recap.** Optimize the dominant bottleneck first. Prefetching overlaps stages, turning iteration time from the *sum* of the stages into their *maximum*. Mixed precision keeps master weights and sensitive reductions in FP32. FlashAttention tiles attention so the S×S matrix never reaches HBM. Gradient accumulation emulates a large batch from micro-batches; activation checkpointing trades recomputation for activation memory.
+#
+# **sc5_q1.** Profile: 40% data loading, 35% compute, 25% memory operations. What first?
+#
+# - **A** data prefetching and pipeline overlap
+# - **B** gradient checkpointing
+# - **C** mixed precision
+# - **D** FlashAttention
+#
+# **sc5_q2.** Free response turned numeric (prefetching, Q2). Fetch takes 20 ms, preprocessing 30 ms, host-to-device transfer 5 ms and compute 50 ms per batch, each stage on its own hardware. What speedup does a deep enough prefetch buffer give over the serial loop?
+# *Answer unit: × (ratio).*
+#
+# **sc5_q3.** Why does mixed precision keep master weights and some reductions in FP32?
+#
+# - **A** Tensor Cores need an FP32 mirror of every activation
+# - **B** to lower bandwidth pressure
+# - **C** only data parallelism needs it
+# - **D** sensitive accumulations and updates lose precision or underflow in 16 bits, while bulk matmuls tolerate it
+#
+# **sc5_q4.** What makes FlashAttention faster and more memory-efficient than standard attention?
+#
+# - **A** tiling keeps score/probability blocks in on-chip SRAM, never writing the S×S matrix to HBM
+# - **B** softmax replaced by ReLU
+# - **C** shorter training sequences
+# - **D** the S×S matrix is stored once and reused
+#
+# **sc5_q5.** Effective batch 512 is wanted but only micro-batch 16 fits. Which combination emulates 512 and also reduces activation pressure?
+#
+# - **A** FlashAttention + weight decay
+# - **B** prefetching + operator fusion
+# - **C** gradient accumulation + activation checkpointing
+# - **D** AdamW + cosine annealing
+#
+# **sc5_q6.** Free response turned numeric (iterate after a win, Q6). In the chapter's GPT-2 pipeline (Example 1.1) tokenization takes 65.536 ms per batch on one core and is already overlapped with an 84.4 ms accelerator step. Mixed precision cuts compute time by 38%. What end-to-end speedup does the team actually see?
+# *Answer unit: × (ratio).*
+
+# %% [answer id=ans_sc5 partial]
+sc5_q1 = None  # a letter: "A", "B", "C" or "D"
+sc5_q2 = None  # a number in × (ratio)
+sc5_q3 = None  # a letter: "A", "B", "C" or "D"
+sc5_q4 = None  # a letter: "A", "B", "C" or "D"
+sc5_q5 = None  # a letter: "A", "B", "C" or "D"
+sc5_q6 = None  # a number in × (ratio)
+### BEGIN SOLUTION
+sc5_q1 = 'A'
+sc5_q2 = 2.1
+sc5_q3 = 'D'
+sc5_q4 = 'A'
+sc5_q5 = 'C'
+sc5_q6 = 1.28784
+### END SOLUTION
+
+# %%
+# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
+sc.show_all({'sc5_q1': sc5_q1, 'sc5_q2': sc5_q2, 'sc5_q3': sc5_q3, 'sc5_q4': sc5_q4, 'sc5_q5': sc5_q5, 'sc5_q6': sc5_q6}, explain=True);
+
+# %% [markdown]
+# **Warm-up (ungraded, instant feedback).** After that mixed-precision win, which D·A·M class now limits the run?
+
+# %%
+sc.widget('sc5_q6_label')
+
+# %% [test id=test_sc5_q1 points=1]
+# Visible test: checks the form of sc5_q1, not whether it is right.
+sc.require_format('sc5_q1', sc5_q1)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc5_q1, 'A', name='sc5_q1')  # 002 Self-Check 5 Q1 key: A
+### END HIDDEN TESTS
+
+# %% [test id=test_sc5_q2 points=1]
+# Visible test: checks the form of sc5_q2, not whether it is right.
+sc.require_format('sc5_q2', sc5_q2)
+### BEGIN HIDDEN TESTS
+ck.check_close(sc5_q2, 2.1, rel=0.001, name='sc5_q2')  # recomputed: 105/50 = 2.1 (scenario numbers stated in the item)
+### END HIDDEN TESTS
+
+# %% [test id=test_sc5_q3 points=1]
+# Visible test: checks the form of sc5_q3, not whether it is right.
+sc.require_format('sc5_q3', sc5_q3)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc5_q3, 'D', name='sc5_q3')  # 002 Self-Check 5 Q3 key: D
+### END HIDDEN TESTS
+
+# %% [test id=test_sc5_q4 points=1]
+# Visible test: checks the form of sc5_q4, not whether it is right.
+sc.require_format('sc5_q4', sc5_q4)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc5_q4, 'A', name='sc5_q4')  # 002 Self-Check 5 Q4 key: A
+### END HIDDEN TESTS
+
+# %% [test id=test_sc5_q5 points=1]
+# Visible test: checks the form of sc5_q5, not whether it is right.
+sc.require_format('sc5_q5', sc5_q5)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc5_q5, 'C', name='sc5_q5')  # 002 Self-Check 5 Q5 key: C; 512/16 = 32
+### END HIDDEN TESTS
+
+# %% [test id=test_sc5_q6 points=1]
+# Visible test: checks the form of sc5_q6, not whether it is right.
+sc.require_format('sc5_q6', sc5_q6)
+### BEGIN HIDDEN TESTS
+ck.check_close(sc5_q6, 1.28784, rel=0.001, name='sc5_q6')  # recomputed: 84.4/max(65.536, 84.4*0.62) = 1.287842
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Reflection (ungraded).** Q2 in words: why does prefetching turn the sum of the stage times into their maximum, and what condition must hold? Write your answer in the box and press *Check* to see the model answer.
+
+# %%
+sc.widget('sc5_q2_reflect')
+
+# %% [markdown]
+# ## Self-Check 6 — scaling beyond one device (002 §1.6)
+#
+# **Recap.** Data parallelism replicates the model and splits the batch (one gradient AllReduce per step); model/pipeline parallelism splits the layers and suffers bubbles unless micro-batches fill the pipeline: bubble fraction (p-1)/(m+p-1) for p stages and m micro-batches. Ring AllReduce moves 2(N-1)/N · S bytes per GPU. Go multi-device only after single-machine optimizations, when a hard limit (memory, wall clock, dataset) remains.
+#
+# **sc6_q1.** A 1.5B model fits on one accelerator but an epoch takes 14 h; the team needs < 4 h and has 8 accelerators in one node. First step?
+#
+# - **A** model parallelism
+# - **B** switch Adam to SGD on one accelerator
+# - **C** naive pipeline parallelism
+# - **D** data parallelism: the model fits, so one AllReduce per step costs less than pipeline bubbles
+#
+# **sc6_q2.** Why does naive model parallelism deliver only 25-50% utilization?
+#
+# - **A** each GPU stores the full optimizer state
+# - **B** layer partitioning creates sequential dependencies: devices idle waiting for upstream activations (pipeline bubbles) until micro-batching fills them
+# - **C** it removes batching
+# - **D** it stores the whole dataset on each node
+#
+# **sc6_q3.** Free response turned numeric (communication tax, Q3). The 1.5B model's BF16 gradients (3e9 bytes) are ring-AllReduced across 8 A100s over NVLink at 300 GB/s per direction (latency ignored). How long does one AllReduce take?
+# *Answer unit: s.*
+#
+# **sc6_q4.** 70B parameters in FP16 need about 140 GB for weights alone; the largest accelerator has 80 GB. Which hard limit forces multi-device training?
+#
+# - **A** memory exhaustion: the weights alone exceed one device
+# - **B** wall-clock time only
+# - **C** dataset scale
+# - **D** numerical precision
+#
+# **sc6_q5.** When should a team seriously consider multi-device training?
+#
+# - **A** immediately
+# - **B** whenever the model uses Adam
+# - **C** as soon as single-GPU utilization exceeds 60%
+# - **D** after mixed precision, accumulation, checkpointing and data-pipeline work, if a hard limit still remains
+
+# %% [answer id=ans_sc6]
+sc6_q1 = None  # a letter: "A", "B", "C" or "D"
+sc6_q2 = None  # a letter: "A", "B", "C" or "D"
+sc6_q3 = None  # a number in s
+sc6_q4 = None  # a letter: "A", "B", "C" or "D"
+sc6_q5 = None  # a letter: "A", "B", "C" or "D"
+### BEGIN SOLUTION
+sc6_q1 = 'D'
+sc6_q2 = 'B'
+sc6_q3 = 0.0175
+sc6_q4 = 'A'
+sc6_q5 = 'D'
+### END SOLUTION
+
+# %%
+# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
+sc.show_all({'sc6_q1': sc6_q1, 'sc6_q2': sc6_q2, 'sc6_q3': sc6_q3, 'sc6_q4': sc6_q4, 'sc6_q5': sc6_q5}, explain=True);
+
+# %% [markdown]
+# **Warm-up (ungraded, instant feedback).** Predict, then verify: a 4-stage pipeline runs 16 micro-batches per step (GPipe/1F1B schedule). What fraction of the step is useful work (1 − bubble fraction)?
+
+# %%
+sc.widget('sc6_q2_bubble')
+
+# %% [test id=test_sc6_q1 points=1]
+# Visible test: checks the form of sc6_q1, not whether it is right.
+sc.require_format('sc6_q1', sc6_q1)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc6_q1, 'D', name='sc6_q1')  # 002 Self-Check 6 Q1 key: D; 14/(8*4) = 0.4375
+### END HIDDEN TESTS
+
+# %% [test id=test_sc6_q2 points=1]
+# Visible test: checks the form of sc6_q2, not whether it is right.
+sc.require_format('sc6_q2', sc6_q2)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc6_q2, 'B', name='sc6_q2')  # 002 Self-Check 6 Q2 key: B; 1/p for p = 2..4
+### END HIDDEN TESTS
+
+# %% [test id=test_sc6_q3 points=1]
+# Visible test: checks the form of sc6_q3, not whether it is right.
+sc.require_format('sc6_q3', sc6_q3)
+### BEGIN HIDDEN TESTS
+ck.check_close(sc6_q3, 0.0175, rel=0.001, name='sc6_q3')  # recomputed: 2*(7/8)*3e9/300e9 = 0.0175 s (A100 NVLink 600 GB/s total)
+### END HIDDEN TESTS
+
+# %% [test id=test_sc6_q4 points=1]
+# Visible test: checks the form of sc6_q4, not whether it is right.
+sc.require_format('sc6_q4', sc6_q4)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc6_q4, 'A', name='sc6_q4')  # 002 Self-Check 6 Q4 key: A; 70e9*2 = 140e9 B
+### END HIDDEN TESTS
+
+# %% [test id=test_sc6_q5 points=1]
+# Visible test: checks the form of sc6_q5, not whether it is right.
+sc.require_format('sc6_q5', sc6_q5)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc6_q5, 'D', name='sc6_q5')  # 002 Self-Check 6 Q5 key: D
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Reflection (ungraded).** Q3 in words: what is the communication tax and when does it become binding? Write your answer in the box and press *Check* to see the model answer.
+
+# %%
+sc.widget('sc6_q3_reflect')
+
+# %% [markdown]
+# ## Self-Check 7 — fallacies and pitfalls (002 §1.7)
+#
+# **Recap.** Scaling capacity without data overfits; distribution does not automatically speed up development; hyperparameters do not transfer across batch sizes (linear scaling rule: learning rate ∝ batch, up to the critical batch size); and the input pipeline is the most neglected bottleneck.
+#
+# **sc7_q1.** A 7B model does well on 100M examples; a 20B model on the same data is expected to do better. Most likely outcome?
+#
+# - **A** linear improvement
+# - **B** worse validation from overfitting, at ~3× the cost
+# - **C** unchanged
+# - **D** better only with SGD
+#
+# **sc7_q2.** Which scenario shows that distributed training does not automatically speed up development?
+#
+# - **A** faster per step always means faster experimentation
+# - **B** BF16 prevents data parallelism
+# - **C** a communication-heavy model spends 30-50% of each step in AllReduce and gets only 4-6× on 8 GPUs
+# - **D** activation checkpointing prevents communication
+#
+# **sc7_q3.** Free response turned numeric (hyperparameter transfer, Q3). A run tuned at batch 512 with learning rate 0.1 moves to batch 4096. What learning rate does the linear scaling rule suggest (before warmup and critical-batch caveats)?
+# *Answer unit: (dimensionless).*
+#
+# **sc7_q4.** Which mistake is especially common when teams optimize only the accelerator side and skip end-to-end profiling?
+#
+# - **A** LayerNorm in FP32
+# - **B** AdamW instead of SGD
+# - **C** gradient accumulation
+# - **D** assuming the input pipeline is fine and finding the GPU idle 30-50% of the time
+
+# %% [answer id=ans_sc7 partial]
+sc7_q1 = None  # a letter: "A", "B", "C" or "D"
+sc7_q2 = None  # a letter: "A", "B", "C" or "D"
+sc7_q3 = None  # a number in (dimensionless)
+sc7_q4 = None  # a letter: "A", "B", "C" or "D"
+### BEGIN SOLUTION
+sc7_q1 = 'B'
+sc7_q2 = 'C'
+sc7_q3 = 0.8
+sc7_q4 = 'D'
+### END SOLUTION
+
+# %%
+# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
+sc.show_all({'sc7_q1': sc7_q1, 'sc7_q2': sc7_q2, 'sc7_q3': sc7_q3, 'sc7_q4': sc7_q4}, explain=True);
+
+# %% [test id=test_sc7_q1 points=1]
+# Visible test: checks the form of sc7_q1, not whether it is right.
+sc.require_format('sc7_q1', sc7_q1)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc7_q1, 'B', name='sc7_q1')  # 002 Self-Check 7 Q1 key: B
+### END HIDDEN TESTS
+
+# %% [test id=test_sc7_q2 points=1]
+# Visible test: checks the form of sc7_q2, not whether it is right.
+sc.require_format('sc7_q2', sc7_q2)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc7_q2, 'C', name='sc7_q2')  # 002 Self-Check 7 Q2 key: C; recomputed 8*(1-f)
+### END HIDDEN TESTS
+
+# %% [test id=test_sc7_q3 points=1]
+# Visible test: checks the form of sc7_q3, not whether it is right.
+sc.require_format('sc7_q3', sc7_q3)
+### BEGIN HIDDEN TESTS
+ck.check_close(sc7_q3, 0.8, rel=1e-06, name='sc7_q3')  # recomputed: 0.1*4096/512 = 0.8
+### END HIDDEN TESTS
+
+# %% [test id=test_sc7_q4 points=1]
+# Visible test: checks the form of sc7_q4, not whether it is right.
+sc.require_format('sc7_q4', sc7_q4)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc7_q4, 'D', name='sc7_q4')  # 002 Self-Check 7 Q4 key: D
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Reflection (ungraded).** Q3 in words: why can copying hyperparameters from batch 512 to batch 4096 waste days of compute? Write your answer in the box and press *Check* to see the model answer.
+
+# %%
+sc.widget('sc7_q3_reflect')
+
+# %% [markdown]
+# ## Self-Check 8 — summary (002 §1.8)
+#
+# **Recap.** Find the binding lever with the iron law, confirm with a profile, fix that lever, re-profile. Exhaust single-machine optimizations before distributing. A utilization gain shortens the run, and with similar power draw it saves energy and money in proportion.
+#
+# **sc8_q1.** Which statement best captures the chapter's approach?
+#
+# - **A** add GPUs until time is acceptable, tune the pipeline later
+# - **B** use the iron law to find the binding lever, profile, apply targeted fixes, re-profile
+# - **C** prefer optimizer changes over systems changes
+# - **D** reduce model size first
+#
+# **sc8_q2.** Free response turned numeric (single-machine techniques, Q2). Full activation checkpointing recomputes the forward pass once during backward. Counting forward = 2N and backward = 4N FLOPs per token, what fraction of extra compute does that add to a training step?
+# *Answer unit: fraction.*
+#
+# **sc8_q3.** MFU rises from 30% to 60% on a 1024-GPU run, R_peak and dataset unchanged. How does this propagate?
+#
+# - **A** time halves, energy unchanged
+# - **B** nothing changes
+# - **C** time roughly halves, and energy and cost drop in proportion
+# - **D** time unchanged, energy and cost double
+
+# %% [answer id=ans_sc8]
+sc8_q1 = None  # a letter: "A", "B", "C" or "D"
+sc8_q2 = None  # a number in fraction
+sc8_q3 = None  # a letter: "A", "B", "C" or "D"
+### BEGIN SOLUTION
+sc8_q1 = 'B'
+sc8_q2 = 0.3333333333333333
+sc8_q3 = 'C'
+### END SOLUTION
+
+# %%
+# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
+sc.show_all({'sc8_q1': sc8_q1, 'sc8_q2': sc8_q2, 'sc8_q3': sc8_q3}, explain=True);
+
+# %% [test id=test_sc8_q1 points=1]
+# Visible test: checks the form of sc8_q1, not whether it is right.
+sc.require_format('sc8_q1', sc8_q1)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc8_q1, 'B', name='sc8_q1')  # 002 Self-Check 8 Q1 key: B
+### END HIDDEN TESTS
+
+# %% [test id=test_sc8_q2 points=1]
+# Visible test: checks the form of sc8_q2, not whether it is right.
+sc.require_format('sc8_q2', sc8_q2)
+### BEGIN HIDDEN TESTS
+ck.check_close(sc8_q2, 0.3333333333333333, rel=0.001, name='sc8_q2')  # recomputed: 2/(2+4) = 0.3333
+### END HIDDEN TESTS
+
+# %% [test id=test_sc8_q3 points=1]
+# Visible test: checks the form of sc8_q3, not whether it is right.
+sc.require_format('sc8_q3', sc8_q3)
+### BEGIN HIDDEN TESTS
+ck.check_exact(sc8_q3, 'C', name='sc8_q3')  # 002 Self-Check 8 Q3 key: C; 0.3/0.6 = 0.5
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Reflection (ungraded).** Q2 in words: why exhaust single-machine optimizations before scaling out? Name two techniques and what they buy. Write your answer in the box and press *Check* to see the model answer.
+
+# %%
+sc.widget('sc8_q2_reflect')
+
+# %% [markdown]
+# ## The lesson's checks (003 §5 Check 1, §8 Check 2)
+#
+# **Recap.** Course convention for these items (the lesson's): mixed-precision Adam without an FP32 master copy = 2 + 2 + 8 = **12 bytes per parameter** of model state, activations ignored, A100 = 80 GB (decimal).
+#
+# **l1_fits.** Check 1. A 30B dense model, 4 A100-80GB. Can *any* combination of data, tensor and pipeline parallelism (or ZeRO-3) hold its model state (12 B/param) on these 4 GPUs?
+#
+# **l1_min_gpus.** Check 1, continued. What is the smallest number of A100-80GB GPUs whose total memory holds the 30B model's state (perfect sharding, no activations)?
+# *Answer unit: GPUs.*
+#
+# **l2_weights.** Check 2. Mixtral 8x7B (47B total parameters, 13B active per token) is served in BF16. How many bytes do its weights occupy?
+# *Answer unit: bytes.*
+
+# %% [answer id=ans_lesson partial]
+l1_fits = None  # True or False
+l1_min_gpus = None  # a number in GPUs
+l2_weights = None  # a number in bytes
+### BEGIN SOLUTION
+l1_fits = False
+l1_min_gpus = 5
+l2_weights = 94000000000.0
+### END SOLUTION
+
+# %%
+# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
+sc.show_all({'l1_fits': l1_fits, 'l1_min_gpus': l1_min_gpus, 'l2_weights': l2_weights}, explain=True);
+
+# %%
+# Verify with coursekit (ungraded): model state at the lesson's 12 B/param.
+from coursekit.training.memory import model_state_bytes
+from coursekit.hardware import get_accelerator
+_state = model_state_bytes(30e9, 'mixed+adam-no-master').total
+_cap = get_accelerator('A100-80GB').memory_bytes
+print(f'30B model state: {_state / 1e9:.0f} GB; 4 x A100: {4 * _cap / 1e9:.0f} GB; '
+      f'per GPU with 4-way sharding: {_state / 4 / 1e9:.0f} GB')
+
+# %%
+# Verify with coursekit (ungraded): does Mixtral's BF16 weight set fit one A100?
+from coursekit.hardware import get_accelerator
+_cap = get_accelerator('A100-80GB').memory_bytes
+print(f'A100 capacity: {_cap / 1e9:.0f} GB; 8 GPUs: {8 * _cap / 1e9:.0f} GB')
+
+# %% [markdown]
+# **Warm-up (ungraded, instant feedback).** Check 2, continued. About how many FLOPs does generating one token take (forward pass only, 2 FLOPs per active parameter)?
+
+# %%
+sc.widget('l2_flops')
+
+# %% [markdown]
+# **Warm-up (ungraded, instant feedback).** Check 2, continued. A customer-service chatbot gets many concurrent short requests. Continuous batching mainly improves which metric?
+
+# %%
+sc.widget('l2_batching')
+
+# %% [test id=test_l1_fits points=1]
+# Visible test: checks the form of l1_fits, not whether it is right.
+sc.require_format('l1_fits', l1_fits)
+### BEGIN HIDDEN TESTS
+ck.check_exact(l1_fits, False, name='l1_fits')  # recomputed: 30e9*12 = 360e9 B > 4*80e9 = 320e9 B; lesson 003 §5
+### END HIDDEN TESTS
+
+# %% [test id=test_l1_min_gpus points=1]
+# Visible test: checks the form of l1_min_gpus, not whether it is right.
+sc.require_format('l1_min_gpus', l1_min_gpus)
+### BEGIN HIDDEN TESTS
+ck.check_exact(l1_min_gpus, 5, name='l1_min_gpus')  # recomputed: ceil(360e9/80e9) = 5
+### END HIDDEN TESTS
+
+# %% [test id=test_l2_weights points=1]
+# Visible test: checks the form of l2_weights, not whether it is right.
+sc.require_format('l2_weights', l2_weights)
+### BEGIN HIDDEN TESTS
+ck.check_close(l2_weights, 94000000000.0, rel=0.001, name='l2_weights')  # recomputed: 47e9*2 = 94e9 B (lesson 003: 47B total, 13B active)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Reflection (ungraded).** Check 2, Q2: would speculative decoding work well for the MoE chatbot? What could go wrong? Write your answer in the box and press *Check* to see the model answer.
+
+# %%
+sc.widget('l2_reflect')
+
+# %% [markdown]
+# ## The lesson's five misconceptions, each disproved with numbers (003)
+#
+# **Recap.** Predict each number first, then run the verification cell under it.
+#
+# **m1_bytes.** Misconception 1: 'parallelism is just data parallelism'. Model state of a 70B model at 12 B/param, which data parallelism must replicate on every GPU?
+# *Answer unit: bytes.*
+#
+# **m2_allreduces.** Misconception 2: 'tensor and pipeline parallelism are the same'. A 48-layer model with Megatron tensor parallelism does 2 all-reduces per layer in the forward pass. How many per forward pass? (A 4-stage pipeline does 3 point-to-point activation sends.)
+# *Answer unit: all-reduces.*
+#
+# **m3_speedup.** Misconception 3: 'speculative decoding is fast because the small model is fast'. Draft length k = 5, the draft costs c = 0.2 of a target forward pass (the lesson's '~5× faster'), and the target accepts *no* draft token (α = 0). What is the walltime speedup over plain decoding?
+# *Answer unit: × (ratio).*
+#
+# **m4_flops.** Misconception 4: 'GPUs in one machine communicate fast'. Moving 1 GB over A100 NVLink at 300 GB/s per direction (600 GB/s both directions), how many FLOPs could the A100 (312 TFLOP/s) have done meanwhile?
+# *Answer unit: FLOPs.*
+#
+# **m5_util.** Misconception 5: 'continuous batching is just a bigger batch'. Static batch of 8 requests with output lengths [20, 45, 200, 15, 80, 150, 30, 200] tokens runs until the longest finishes. What fraction of slot-steps does useful work?
+# *Answer unit: fraction (0-1).*
+
+# %% [answer id=ans_mis]
+m1_bytes = None  # a number in bytes
+m2_allreduces = None  # a number in all-reduces
+m3_speedup = None  # a number in × (ratio)
+m4_flops = None  # a number in FLOPs
+m5_util = None  # a number in fraction (0-1)
+### BEGIN SOLUTION
+m1_bytes = 840000000000.0
+m2_allreduces = 96
+m3_speedup = 0.5
+m4_flops = 1040000000000.0
+m5_util = 0.4625
+### END SOLUTION
+
+# %%
+# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
+sc.show_all({'m1_bytes': m1_bytes, 'm2_allreduces': m2_allreduces, 'm3_speedup': m3_speedup, 'm4_flops': m4_flops, 'm5_util': m5_util}, explain=True);
+
+# %%
+# Verify with coursekit (ungraded).
+from coursekit.training.memory import model_state_bytes, zero_bytes_per_gpu
+_full = model_state_bytes(70e9, 'mixed+adam-no-master').total
+_z1 = zero_bytes_per_gpu(70e9, 8, 1, 'mixed+adam-no-master').total
+print(f'70B model state per data-parallel GPU: {_full / 1e9:.0f} GB; with ZeRO-1 on 8 '
+      f'GPUs: {_z1 / 1e9:.0f} GB; A100: 80 GB')
+
+# %%
+# Verify (ungraded): speedup vs acceptance rate, k = 5 and c = 0.2.
+for _alpha in (0.6, 0.7, 0.9):
+    _tokens = (1 - _alpha ** 6) / (1 - _alpha)
+    print(f'alpha = {_alpha:.1f}: {_tokens:.2f} tokens per target pass, '
+          f'speedup {_tokens / (5 * 0.2 + 1):.2f}x')
+
+# %%
+# Verify with coursekit (ungraded): per-direction link bandwidth from the registry.
+from coursekit.hardware import get_accelerator, get_link
+_bw = get_link('NVLink-A100').bandwidth
+_t = 1e9 / _bw
+print(f'1 GB over NVLink-A100 ({_bw / 1e9:.0f} GB/s per direction): {_t * 1e3:.2f} ms; '
+      f'A100 BF16 FLOPs forgone: {get_accelerator("A100-80GB").peak("bf16") * _t:.3e} FLOP')
+
+# %%
+# Verify (ungraded): slot occupancy of the static batch, step by step.
+_lengths = np.array([20, 45, 200, 15, 80, 150, 30, 200])
+_steps = np.arange(_lengths.max())
+_busy = (_steps[:, None] < _lengths[None, :]).sum(axis=1)   # busy slots per step
+print(f'busy slots at steps 0, 20, 100, 199: {_busy[[0, 20, 100, 199]].tolist()} of 8')
+print(f'useful slot-steps: {_busy.sum()} of {8 * _lengths.max()}')
+
+# %% [test id=test_m1_bytes points=1]
+# Visible test: checks the form of m1_bytes, not whether it is right.
+sc.require_format('m1_bytes', m1_bytes)
+### BEGIN HIDDEN TESTS
+ck.check_close(m1_bytes, 840000000000.0, rel=0.001, name='m1_bytes')  # recomputed: 70e9*12 = 840e9 B (lesson 003 misconception 1)
+### END HIDDEN TESTS
+
+# %% [test id=test_m2_allreduces points=1]
+# Visible test: checks the form of m2_allreduces, not whether it is right.
+sc.require_format('m2_allreduces', m2_allreduces)
+### BEGIN HIDDEN TESTS
+ck.check_exact(m2_allreduces, 96, name='m2_allreduces')  # recomputed: 2*48 = 96 (Megatron-LM, Shoeybi et al. 2019 §3)
+### END HIDDEN TESTS
+
+# %% [test id=test_m3_speedup points=1]
+# Visible test: checks the form of m3_speedup, not whether it is right.
+sc.require_format('m3_speedup', m3_speedup)
+### BEGIN HIDDEN TESTS
+ck.check_close(m3_speedup, 0.5, rel=0.001, name='m3_speedup')  # recomputed: 1/(5*0.2+1) = 0.5 (Leviathan et al. 2023, Eq. for speedup)
+### END HIDDEN TESTS
+
+# %% [test id=test_m4_flops points=1]
+# Visible test: checks the form of m4_flops, not whether it is right.
+sc.require_format('m4_flops', m4_flops)
+### BEGIN HIDDEN TESTS
+ck.check_close(m4_flops, 1040000000000.0, rel=0.001, name='m4_flops')  # recomputed: 312e12*1e9/300e9 = 1.04e12 (course convention: per direction)
+### END HIDDEN TESTS
+
+# %% [test id=test_m5_util points=1]
+# Visible test: checks the form of m5_util, not whether it is right.
+sc.require_format('m5_util', m5_util)
+### BEGIN HIDDEN TESTS
+ck.check_close(m5_util, 0.4625, rel=0.0001, name='m5_util')  # recomputed: 740/1600 = 0.4625
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## The lab's prediction locks (004 Parts 1-3)
+#
+# **Recap.** Lock in your prediction before you open the lab's sliders.
+#
+# **lock1.** Part 1 lock: moving from 8 to 64 GPUs cuts training time by exactly 8×.
+#
+# **lock2.** Part 2 lock: pipeline parallelism changes the *total* memory of the model weights summed over the whole cluster how?
+# Answer with one of: `increases`, `decreases`, `unchanged`.
+#
+# **lock3.** Part 3 lock: with 5% straggler nodes, asynchronous SGD achieves higher raw samples per second than synchronous SGD.
+
+# %% [answer id=ans_locks partial]
+lock1 = None  # True or False
+lock2 = None  # one of: 'increases', 'decreases', 'unchanged'
+lock3 = None  # True or False
+### BEGIN SOLUTION
+lock1 = False
+lock2 = 'unchanged'
+lock3 = True
+### END SOLUTION
+
+# %%
+# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
+sc.show_all({'lock1': lock1, 'lock2': lock2, 'lock3': lock3}, explain=True);
+
+# %% [markdown]
+# **Warm-up (ungraded, instant feedback).** Part 2 bubble gauge: with 4 pipeline stages, what is the smallest number of micro-batches that keeps the bubble fraction (p-1)/(m+p-1) *below* 10%?
+
+# %%
+sc.widget('lock2_microbatches')
+
+# %% [test id=test_lock1 points=1]
+# Visible test: checks the form of lock1, not whether it is right.
+sc.require_format('lock1', lock1)
+### BEGIN HIDDEN TESTS
+ck.check_exact(lock1, False, name='lock1')  # lab plan 004 Part 1 lock
+### END HIDDEN TESTS
+
+# %% [test id=test_lock2 points=1]
+# Visible test: checks the form of lock2, not whether it is right.
+sc.require_format('lock2', lock2)
+### BEGIN HIDDEN TESTS
+ck.check_exact(lock2, 'unchanged', name='lock2')  # lab plan 004 Part 2 lock
+### END HIDDEN TESTS
+
+# %% [test id=test_lock3 points=1]
+# Visible test: checks the form of lock3, not whether it is right.
+sc.require_format('lock3', lock3)
+### BEGIN HIDDEN TESTS
+ck.check_exact(lock3, True, name='lock3')  # lab plan 004 Part 3 lock
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# - The iron law splits training time into work, peak and utilization; every optimization moves one of them, and a profile tells you which one binds.
+# - Staged pipelines run at their slowest stage once overlapped, at the sum of their stages otherwise; a win on one stage can hand the bottleneck to another.
+# - MFU counts forward **and** backward model FLOPs (Def 1.4), never recomputation.
+# - Several source answers were corrected here (MFU's numerator, the 30B-on-4-A100 check, NVLink's per-direction bandwidth, static-batching waste, run A's D·A·M class): always recompute a number before you trust it.
+#
+# **Reflection (ungraded).** Which of your predictions was furthest off, and which mental model would have given you the right number?
+
+# %%
+# Any question can also be asked with a widget, e.g. to retry one with hints:
+sc.widget('sc6_q3')
