@@ -2,7 +2,8 @@
 
 Commands: ``build`` (notebooks -> source -> release -> samples, leak check),
 ``verify-build`` (committed files equal a fresh build), ``collect`` (copy the sample
-class into submitted/), ``grade``, ``feedback``, ``report`` and ``demo`` (all of it).
+class into submitted/), ``check`` (pre-check submissions), ``grade`` (parallel,
+sandboxed, resumable), ``feedback``, ``report`` and ``demo`` (all of it).
 """
 
 from __future__ import annotations
@@ -45,17 +46,36 @@ def cmd_collect(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    from . import precheck
+
+    root = _root(args)
+    findings = precheck.check_submissions(root, args.assignment, args.student,
+                                          fix=not args.dry_run,
+                                          max_bytes=int(args.max_mib * 2**20))
+    print(precheck.format_findings(findings) or "no submissions found under submitted/")
+    n_bad = sum(f.level == "rejected" for f in findings)
+    print(f"[check] {len(findings)} finding(s), {n_bad} submission(s) rejected")
+    return 1 if n_bad else 0
+
+
 def cmd_grade(args) -> int:
     root = _root(args)
-    outcomes = pipeline.grade(root, assignments=args.assignment, students=args.student)
-    bad = [k for k, v in outcomes.items() if v["status"] != "graded"]
-    print(f"[grade] {len(outcomes)} submission(s) graded, {len(bad)} need attention")
+    try:
+        results = pipeline.grade(root, assignments=args.assignment, students=args.student,
+                                 workers=args.workers, regrade=args.regrade)
+    except KeyboardInterrupt:
+        return 130
+    bad = {k: v for k, v in results.items() if v["status"] != "graded"}
+    print(f"[grade] {len(results)} submission(s) in this run, {len(bad)} need attention")
+    for (student, aid), v in sorted(bad.items()):
+        print(f"  {v['status'].upper():<8} {student}/{aid}: {v['reason']}")
     return 0
 
 
 def cmd_feedback(args) -> int:
     root = _root(args)
-    paths = pipeline.feedback(root, assignments=args.assignment)
+    paths = pipeline.feedback(root, assignments=args.assignment, show_hidden=args.show_hidden)
     print(f"[feedback] {len(paths)} feedback file(s) under {root / 'feedback'}")
     return 0
 
@@ -78,6 +98,7 @@ def cmd_demo(args) -> int:
     for folder in ("submitted", "autograded", "feedback"):
         shutil.rmtree(root / folder, ignore_errors=True)
     (root / "gradebook.db").unlink(missing_ok=True)
+    (root / ".grading-state.json").unlink(missing_ok=True)
     pipeline.collect_samples(root)
     print("== 3/5 autograde ==")
     pipeline.grade(root)
@@ -109,12 +130,24 @@ def main(argv=None) -> int:
     p.set_defaults(func=cmd_verify_build)
     p = sub.add_parser("collect", help="copy samples/ into submitted/")
     p.set_defaults(func=cmd_collect)
-    p = sub.add_parser("grade", help="autograde submitted/")
+    p = sub.add_parser("check", help="pre-check submitted/ and report problems per file")
     p.add_argument("--assignment", nargs="+")
     p.add_argument("--student", nargs="+")
+    p.add_argument("--dry-run", action="store_true", help="report, but do not rename files")
+    p.add_argument("--max-mib", type=float, default=20.0, help="size limit per notebook")
+    p.set_defaults(func=cmd_check)
+    p = sub.add_parser("grade", help="pre-check and autograde submitted/ in parallel")
+    p.add_argument("--assignment", nargs="+")
+    p.add_argument("--student", nargs="+")
+    p.add_argument("--workers", type=int, default=None,
+                   help="parallel workers (default: number of cores)")
+    p.add_argument("--regrade", action="store_true",
+                   help="grade again even what the journal says is done")
     p.set_defaults(func=cmd_grade)
     p = sub.add_parser("feedback", help="generate feedback HTML (hidden tests stripped)")
     p.add_argument("--assignment", nargs="+")
+    p.add_argument("--show-hidden", action="store_true",
+                   help="show hidden tests (e.g. after the deadline)")
     p.set_defaults(func=cmd_feedback)
     p = sub.add_parser("report", help="score table and CSV with error statuses")
     p.set_defaults(func=cmd_report)

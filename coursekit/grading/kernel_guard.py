@@ -3,29 +3,60 @@
 Installed by the sandbox launcher through ``IPKernelApp.exec_lines``. After
 ``limit`` bytes on stdout or stderr, one notice is sent and the rest is dropped, so
 a submission printing 100 MB cannot flood the grader, the notebook or the logs.
+
+IPython re-binds ``stream.write`` on the instance around every cell (to tee output
+into its history), so the guard is a data descriptor on ipykernel's ``OutStream``
+class: whatever is assigned to ``write`` becomes the inner writer, and reading
+``write`` always returns the budgeted wrapper around it.
 """
+
+import threading
+
+
+class _BudgetedWrite:
+    def __init__(self, original, limit):
+        self.original = original
+        self.limit = int(limit)
+        self.used = {}
+        self.local = threading.local()
+
+    def __set__(self, obj, value):
+        obj.__dict__["_coursekit_inner_write"] = value
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        inner = obj.__dict__.get("_coursekit_inner_write")
+        if inner is None:
+            def inner(string, *args, **kwargs):
+                return self.original(obj, string, *args, **kwargs)
+        guard = self
+
+        def write(string, *args, **kwargs):
+            if getattr(guard.local, "depth", 0):  # nested (IPython's tee): already counted
+                return inner(string, *args, **kwargs)
+            used = guard.used.get(id(obj), 0)
+            if used >= guard.limit:
+                return len(string)
+            guard.local.depth = 1
+            try:
+                if used + len(string) > guard.limit:
+                    guard.used[id(obj)] = guard.limit
+                    inner(string[: max(0, guard.limit - used)]
+                          + f"\n[output truncated by the grader after {guard.limit:,} bytes]\n")
+                    return len(string)
+                guard.used[id(obj)] = used + len(string)
+                return inner(string, *args, **kwargs)
+            finally:
+                guard.local.depth = 0
+
+        return write
 
 
 def install(limit: int) -> None:
-    """Wrap ``ipykernel``'s OutStream.write with a per-stream byte budget."""
+    """Give every ipykernel output stream a budget of ``limit`` bytes."""
     from ipykernel.iostream import OutStream
 
-    if getattr(OutStream.write, "_coursekit_guard", False):
+    if isinstance(OutStream.__dict__.get("write"), _BudgetedWrite):
         return
-    original = OutStream.write
-    budget = {}
-
-    def write(self, string):
-        used = budget.get(id(self), 0)
-        if used >= limit:
-            return len(string)
-        if used + len(string) > limit:
-            string = string[: max(0, limit - used)] + (
-                f"\n[output truncated by the grader after {limit:,} bytes]\n")
-            budget[id(self)] = limit
-            return original(self, string)
-        budget[id(self)] = used + len(string)
-        return original(self, string)
-
-    write._coursekit_guard = True
-    OutStream.write = write
+    OutStream.write = _BudgetedWrite(OutStream.write, limit)

@@ -71,8 +71,16 @@ def register_assignments(root: Path, aids) -> list:
     return missing
 
 
-def grade(root: Path, assignments=None, students=None) -> dict:
-    """Autograde every submission with plain ``nbgrader autograde``; returns outcomes."""
+def grade(root: Path, assignments=None, students=None, workers=None, regrade=False,
+          out=print) -> dict:
+    """Pre-check and autograde in parallel (see :mod:`coursekit.grading.grader`)."""
+    from . import grader
+
+    return grader.grade(root, assignments, students, workers=workers, regrade=regrade, out=out)
+
+
+def grade_serial(root: Path, assignments=None, students=None) -> dict:
+    """Plain ``nbgrader autograde``, one process per submission (reference behaviour)."""
     outcomes = {}
     register_assignments(root, {aid for _, aid in submissions(root, assignments, students)})
     for student, aid in submissions(root, assignments, students):
@@ -90,15 +98,25 @@ def _last_error(proc) -> str:
             f"nbgrader exited with {proc.returncode}")[:200]
 
 
-def feedback(root: Path, assignments=None) -> list:
-    """``nbgrader generate_feedback`` for each assignment graded; the feedback HTML paths."""
+def feedback(root: Path, assignments=None, show_hidden=False) -> list:
+    """``nbgrader generate_feedback`` for each graded assignment; the feedback HTML paths.
+
+    Hidden-test code and tracebacks are stripped (``nbgrader_config.py``) unless
+    ``show_hidden`` (e.g. after the deadline)."""
     aids = sorted({aid for _, aid in submissions(root, assignments)})
+    env = {"COURSEKIT_SHOW_HIDDEN_TESTS": "1" if show_hidden else "0"}
     for aid in aids:
-        buildmod.run_nbgrader(root, "generate_feedback", aid, "--force")
+        if any((root / "autograded").glob(f"*/{aid}/*.ipynb")):
+            buildmod.run_nbgrader(root, "generate_feedback", aid, "--force", env=env)
     return sorted((root / "feedback").glob("*/*/*.html"))
 
 
 def report(root: Path, outcomes=None):
-    """Rows and written report files (reports/grades.csv, .json, .txt)."""
+    """Rows and written report files (reports/grades.csv, .json, .txt); statuses come
+    from the grading journal unless ``outcomes`` is given."""
+    if outcomes is None:
+        from .grader import load_state, outcomes_from_state
+
+        outcomes = outcomes_from_state(load_state(root))
     rows = reportmod.read_rows(db_url(root), outcomes)
     return rows, reportmod.write_reports(rows, root / "reports")

@@ -1,9 +1,11 @@
 """Score reports from the nbgrader gradebook (never a silent 0 for an error).
 
-Each (student, assignment) row has a status: ``graded``, ``error`` (the notebook
-could not be graded: kernel died, whole-notebook time limit, ...), ``rejected`` (the
-pre-check refused the file), or ``missing`` (nothing submitted). Only ``graded``
-rows carry a score; the others carry the reason instead.
+Each (student, assignment) row has a status: ``graded``, ``timeout`` (a cell or the
+whole notebook ran past its limit), ``error`` (the notebook could not be graded:
+kernel died or exited), ``rejected`` (the pre-check refused the file), or
+``missing`` (nothing submitted). A row carries a score only when the gradebook holds
+a real grade for it (``graded``, or ``timeout`` of single cells); the others carry
+the reason instead, never a 0.
 """
 
 from __future__ import annotations
@@ -49,21 +51,22 @@ def read_rows(db_url: str, outcomes: dict | None = None) -> list:
     outcomes = outcomes or {}
     rows = []
     with _gradebook(db_url) as gb:
+        students = sorted({s.id for s in gb.students} | {s for s, _ in outcomes})
         for assignment in sorted(gb.assignments, key=lambda a: a.name):
             max_score = float(assignment.max_score)
-            for student in sorted(gb.students, key=lambda s: s.id):
-                key = (student.id, assignment.name)
+            for student_id in students:
+                key = (student_id, assignment.name)
                 info = outcomes.get(key, {})
                 try:
-                    sub = gb.find_submission(assignment.name, student.id)
+                    sub = gb.find_submission(assignment.name, student_id)
                     score = float(sub.score)
                     graded = True
                 except Exception:  # noqa: BLE001 - MissingEntry: nothing graded
                     score, graded = None, False
                 status = info.get("status") or ("graded" if graded else "missing")
-                if status != "graded":
-                    score = None
-                rows.append(Row(student.id, assignment.name, status, score, max_score,
+                if not graded or not info.get("scored", status == "graded"):
+                    score = None  # an error is never shown as a score of 0
+                rows.append(Row(student_id, assignment.name, status, score, max_score,
                                 info.get("reason", "")))
     return rows
 
@@ -96,6 +99,8 @@ def to_table(rows) -> str:
                 text = "-"
             elif r.status == "graded":
                 text = f"{r.score:g}/{r.max_score:g}"
+            elif r.score is not None:
+                text = f"{r.score:g}/{r.max_score:g} {r.status.upper()}"
             else:
                 text = r.status.upper()
             parts.append(text.ljust(w))

@@ -295,6 +295,7 @@ def _conn_arg_index(cmd) -> int | None:
 
 def launch(args) -> int:
     """Set up the sandbox and run the kernel command; returns its exit code."""
+    _c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the grader
     cmd = list(args.command)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]

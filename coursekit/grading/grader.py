@@ -1,0 +1,289 @@
+"""Parallel, resumable autograding on top of nbgrader.
+
+Each worker process loads nbgrader and the course config once and then runs
+``NbGraderAPI.autograde`` (exactly what ``nbgrader autograde`` runs) for one
+submission at a time, so results are the ones serial nbgrader gives. Every kernel
+starts through the sandbox (``nbgrader_config.py``).
+
+The run is journaled in ``<root>/.grading-state.json`` (written atomically after each
+submission is in the gradebook): interrupting ``grade`` and running it again grades
+only what is not recorded yet (or whose submission file changed). SQLite keeps the
+gradebook consistent if a worker dies mid-write; a submission interrupted before it
+was journaled is simply graded again with ``--force``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import build as buildmod
+from . import precheck
+
+STATE_FILE = ".grading-state.json"
+LOG_DIR = Path("reports") / "grading-logs"
+
+_API = None
+_ROOT = None
+
+
+def state_path(root: Path) -> Path:
+    return root / STATE_FILE
+
+
+def load_state(root: Path) -> dict:
+    """The grading journal: ``{"student/assignment": {...}}`` (empty if none)."""
+    path = state_path(root)
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def save_state(root: Path, state: dict) -> None:
+    """Write the journal atomically (temp file + rename)."""
+    path = state_path(root)
+    fd, tmp = tempfile.mkstemp(dir=root, prefix=".grading-state-", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(state, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def submission_hash(root: Path, student: str, aid: str) -> str:
+    """SHA-256 over the files of ``submitted/<student>/<aid>/`` (names and bytes)."""
+    h = hashlib.sha256()
+    folder = root / "submitted" / student / aid
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(folder)).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def outcomes_from_state(state: dict) -> dict:
+    """(student, assignment) -> {"status", "reason"} for the report."""
+    out = {}
+    for key, entry in state.items():
+        student, aid = key.split("/", 1)
+        out[(student, aid)] = {"status": entry["status"], "reason": entry.get("reason", ""),
+                               "scored": entry.get("scored", entry["status"] == "graded")}
+    return out
+
+
+# ----------------------------------------------------------------------------- worker
+
+
+def _worker_init(root: str, log_dir: str) -> None:
+    global _API, _ROOT
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    _ROOT = Path(root)
+    os.chdir(root)
+    buildmod.venv_on_path()
+    # the worker's own log goes to a file, not interleaved on the console
+    log = open(Path(log_dir) / f"worker-{os.getpid()}.log", "a", buffering=1)
+    os.dup2(log.fileno(), 2)
+    sys.stderr = log
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    cfg = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
+    _API = NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
+    logging.getLogger("traitlets").setLevel(logging.WARNING)
+
+
+def _grade_one(job):
+    student, aid, status_file = job
+    start = time.monotonic()
+    Path(status_file).unlink(missing_ok=True)
+    _API.config.SandboxKernelManager.status_file = status_file
+    try:
+        result = _API.autograde(aid, student, force=True, create=True)
+    except BaseException as exc:  # noqa: BLE001 - reported, never raised into the pool
+        result = {"success": False, "error": repr(exc), "log": ""}
+    sandbox = {}
+    if os.path.exists(status_file):
+        try:
+            sandbox = json.loads(Path(status_file).read_text() or "{}")
+        except (OSError, json.JSONDecodeError):
+            sandbox = {}
+    return {"student": student, "assignment": aid, "success": bool(result.get("success")),
+            "log": (result.get("log") or "")[-20000:], "error": (result.get("error") or "")[-4000:],
+            "sandbox": sandbox, "seconds": round(time.monotonic() - start, 2)}
+
+
+# ----------------------------------------------------------------------------- classify
+
+
+def _autograded_notebook(root: Path, student: str, aid: str) -> Path:
+    return root / "autograded" / student / aid / f"{aid}.ipynb"
+
+
+def _cell_timeouts(nb_path: Path) -> list:
+    if not nb_path.exists():
+        return []
+    nb = json.loads(nb_path.read_text(encoding="utf-8"))
+    out = []
+    for cell in nb.get("cells", []):
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "error" and o.get("ename") in (
+                    "CellTimeoutError", "TimeoutError") or "CellTimeoutError" in str(
+                    o.get("traceback", ""))[:2000]:
+                gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "a cell")
+                out.append(gid)
+    return out
+
+
+def classify(root: Path, result: dict, cell_timeout: int) -> dict:
+    """Status and reason for one worker result (never a silent 0)."""
+    sb = result.get("sandbox") or {}
+    reason = sb.get("reason")
+    nb_path = _autograded_notebook(root, result["student"], result["assignment"])
+    if reason == "time-limit":
+        return {"status": "timeout", "reason": f"whole-notebook limit of "
+                f"{sb.get('time_limit')} s exceeded; kernel killed"}
+    if reason == "cpu-limit":
+        return {"status": "timeout", "reason": "CPU-time limit exceeded; kernel killed"}
+    if reason == "sandbox-error":
+        return {"status": "error", "reason": f"sandbox could not start: {sb.get('detail')}"}
+    if not result["success"] or not nb_path.exists():
+        if reason in ("killed", "crashed", "exit") or (reason or "").startswith("signal"):
+            detail = {"killed": "kernel was killed (memory or process limit?)",
+                      "crashed": "kernel crashed (segmentation fault)",
+                      "exit": f"kernel exited with code {sb.get('exit_code')} "
+                              "(os._exit or a crash)"}.get(reason, f"kernel ended by {reason}")
+            return {"status": "error", "reason": detail}
+        text = result["log"] + "\n" + result["error"]
+        if "CellTimeoutError" in text or "Timeout waiting for execute reply" in text:
+            return {"status": "timeout", "reason": f"a cell ran past the {cell_timeout} s "
+                    "per-cell limit and ignored the interrupt; nothing could be graded"}
+        lines = [ln for ln in text.splitlines() if "[ERROR]" in ln or "Error" in ln]
+        message = next((ln for ln in lines if "died" in ln.lower() or "dead" in ln.lower()),
+                       lines[-1] if lines else "nbgrader autograde failed")
+        message = re.sub(r"^\[ERROR\]\s*", "", message.strip())
+        return {"status": "error", "reason": message[:240]}
+    timeouts = _cell_timeouts(nb_path)
+    if timeouts:
+        return {"status": "timeout", "scored": True,
+                "reason": f"cell(s) {', '.join(timeouts)} exceeded the {cell_timeout} s "
+                          "per-cell limit (graded; tests that needed them score 0)"}
+    return {"status": "graded", "scored": True, "reason": ""}
+
+
+# ----------------------------------------------------------------------------- driver
+
+
+def _ensure_students(root: Path, students) -> None:
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    from nbgrader.api import Gradebook
+
+    from .pipeline import db_url
+
+    buildmod.venv_on_path()
+    with Gradebook(db_url(root)) as gb:
+        for sid in sorted(students):
+            gb.update_or_create_student(sid)
+
+
+def _fmt_eta(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def grade(root: Path, assignments=None, students=None, workers=None, regrade=False,
+          out=print, progress=True) -> dict:
+    """Pre-check, then autograde with ``workers`` processes; returns the journal entries
+    of this run's submissions keyed by (student, assignment)."""
+    from . import pipeline
+
+    workers = max(1, int(workers or os.cpu_count() or 1))
+    root = Path(root).resolve()
+    findings = precheck.check_submissions(root, assignments, students, fix=True)
+    for f in findings:
+        if f.level != "ok":
+            out(f"[check] {f.level.upper()} {f.student}/{f.assignment}: {f.message}")
+    rejected = precheck.rejected(findings)
+    subs = pipeline.submissions(root, assignments, students)
+    state = load_state(root)
+    if regrade:
+        for student, aid in subs:
+            state.pop(f"{student}/{aid}", None)
+    todo, results = [], {}
+    for student, aid in subs:
+        key = f"{student}/{aid}"
+        digest = submission_hash(root, student, aid)
+        if (student, aid) in rejected:
+            state[key] = {"status": "rejected", "reason": rejected[(student, aid)],
+                          "sha256": digest, "seconds": 0}
+            continue
+        done = state.get(key)
+        if done and done.get("sha256") == digest and done.get("status") != "rejected":
+            continue
+        todo.append((student, aid, digest))
+    save_state(root, state)
+    skipped = len(subs) - len(todo) - len(rejected)
+    pipeline.register_assignments(root, {aid for _, aid, _ in todo})
+    _ensure_students(root, {s for s, _, _ in todo})
+    from .sandbox import capabilities, describe
+
+    caps = capabilities()
+    out(describe(caps))
+    out(f"[grade] {len(todo)} to grade with {workers} worker(s); {skipped} already graded "
+        f"(journal {STATE_FILE}); {len(rejected)} rejected at pre-check")
+    if not todo:
+        return {tuple(k.split("/", 1)): v for k, v in state.items()}
+    log_dir = root / LOG_DIR
+    log_dir.mkdir(parents=True, exist_ok=True)
+    status_dir = Path(tempfile.mkdtemp(prefix="coursekit-status-"))
+    cell_timeout = int(os.environ.get("COURSEKIT_CELL_TIMEOUT", "60"))
+    jobs = [(s, a, str(status_dir / f"{s}--{a}.json")) for s, a, _ in todo]
+    digests = {(s, a): d for s, a, d in todo}
+    ctx = multiprocessing.get_context("spawn")
+    pool = ctx.Pool(min(workers, len(jobs)), initializer=_worker_init,
+                    initargs=(str(root), str(log_dir)))
+    started = time.monotonic()
+    n_done = 0
+    try:
+        for result in pool.imap_unordered(_grade_one, jobs):
+            student, aid = result["student"], result["assignment"]
+            verdict = classify(root, result, cell_timeout)
+            (log_dir / f"{student}--{aid}.log").write_text(
+                result["log"] + ("\n" + result["error"] if result["error"] else ""),
+                encoding="utf-8")
+            entry = {"status": verdict["status"], "reason": verdict["reason"],
+                     "scored": verdict.get("scored", False),
+                     "sha256": digests[(student, aid)], "seconds": result["seconds"]}
+            state[f"{student}/{aid}"] = entry
+            results[(student, aid)] = entry
+            save_state(root, state)
+            n_done += 1
+            elapsed = time.monotonic() - started
+            eta = elapsed / n_done * (len(jobs) - n_done)
+            if progress:
+                bar = "#" * int(20 * n_done / len(jobs))
+                out(f"[{bar:<20}] {n_done:>3}/{len(jobs)} {student}/{aid}: "
+                    f"{verdict['status']} in {result['seconds']:.1f} s "
+                    f"(elapsed {_fmt_eta(elapsed)}, ETA {_fmt_eta(eta)})")
+        pool.close()
+    except KeyboardInterrupt:
+        pool.terminate()
+        out(f"[grade] interrupted: {n_done}/{len(jobs)} journaled; run `grade` again to "
+            "finish the rest")
+        raise
+    finally:
+        pool.join()
+    return results

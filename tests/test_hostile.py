@@ -1,0 +1,176 @@
+"""The hostile-submission corpus (tests/hostile_corpus.py) through the real pipeline:
+pre-check, parallel sandboxed autograde, journal, report, feedback."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from coursekit.grading import grader, pipeline
+from coursekit.grading.sandbox import UID_BASE, capabilities
+
+from . import hostile_corpus
+from .conftest import copy_course
+
+LIMITS = {"COURSEKIT_CELL_TIMEOUT": "3", "COURSEKIT_NOTEBOOK_TIMEOUT": "25",
+          "COURSEKIT_MEMORY_LIMIT": str(2 * 2**30)}
+
+
+def _sandbox_uids() -> list:
+    out = subprocess.run(["ps", "-eo", "uid="], capture_output=True, text=True).stdout
+    return [int(u) for u in out.split() if int(u) >= UID_BASE]
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    root = copy_course(tmp_path_factory.mktemp("hostile") / "course")
+    saved = {k: os.environ.get(k) for k in [*LIMITS, "COURSEKIT_GRADEBOOK"]}
+    os.environ.update(LIMITS, COURSEKIT_GRADEBOOK=str(root / "gradebook.db"))
+    try:
+        expected = hostile_corpus.build(root)
+        lines = []
+        results = pipeline.grade(root, workers=2, out=lines.append)
+        rows, _ = pipeline.report(root)
+        feedback = pipeline.feedback(root)
+        rows = {r.student: r for r in rows if r.assignment == hostile_corpus.AID}
+        yield root, expected, results, rows, feedback, lines
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def test_sandbox_is_fully_enforced_here():
+    # CI and the grading machine run as root: the full sandbox must be available, and
+    # anything less must be reported (the banner names what is missing).
+    caps = capabilities()
+    assert caps["mode"] == "root", caps
+    assert any("network" in m for m in caps["missing"])
+
+
+def test_every_case_has_the_expected_status_and_score(hostile):
+    _, expected, _, rows, _, lines = hostile
+    problems = []
+    for student, (status, score, note) in sorted(expected.items()):
+        row = rows.get(student)
+        got = (row.status, row.score) if row else None
+        want_score = None if status in ("error", "rejected") else score
+        if row is None or row.status != status or (
+                want_score is not None and row.score != want_score):
+            problems.append(f"{student}: expected {status} {score} ({note}), got {got} "
+                            f"{row.reason if row else ''}")
+        if status in ("error", "timeout", "rejected") and not (row and row.reason):
+            problems.append(f"{student}: no reason given")
+    assert not problems, "\n".join(problems + lines[-40:])
+
+
+def test_errors_are_never_a_plain_zero(hostile):
+    root, expected, _, rows, _, _ = hostile
+    csv_text = (root / "reports" / "grades.csv").read_text()
+    for student, (status, _, _) in expected.items():
+        if status in ("error", "rejected"):
+            line = next(ln for ln in csv_text.splitlines() if ln.startswith(student + ","))
+            assert f",{status},," in line, line  # empty score column, status and reason
+
+
+def test_gradebook_is_intact(hostile):
+    root = hostile[0]
+    con = sqlite3.connect(root / "gradebook.db")
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+    rows, _ = pipeline.report(root)  # reopens through nbgrader's API
+    assert {r.student: r.score for r in rows}["correct"] == 17
+
+
+def test_probes_saw_nothing(hostile):
+    root = hostile[0]
+    for student in hostile_corpus.PROBED:
+        nb = json.loads((root / "autograded" / student / hostile_corpus.AID /
+                         f"{hostile_corpus.AID}.ipynb").read_text())
+        text = "".join("".join(o.get("text", "")) for c in nb["cells"]
+                       for o in c.get("outputs", []))
+        assert "BLOCKED" in text and "LEAK" not in text, (student, text[:500])
+    # the files the probes targeted are untouched
+    assert b"corrupted" not in (root / "gradebook.db").read_bytes()
+    release = root / "release" / hostile_corpus.AID / f"{hostile_corpus.AID}.ipynb"
+    assert b"corrupted" not in release.read_bytes()
+
+
+def test_output_flood_is_truncated(hostile):
+    root = hostile[0]
+    path = root / "autograded" / "output_flood" / hostile_corpus.AID / f"{hostile_corpus.AID}.ipynb"
+    assert path.stat().st_size < 5 * 2**20
+    assert "output truncated by the grader" in path.read_text()
+
+
+def test_no_process_outlives_its_kernel(hostile):
+    deadline = time.time() + 10
+    while _sandbox_uids() and time.time() < deadline:
+        time.sleep(0.5)
+    assert _sandbox_uids() == []
+
+
+def test_feedback_never_shows_hidden_tests(hostile):
+    root, expected, _, _, feedback, _ = hostile
+    assert feedback
+    for html in feedback:
+        text = html.read_text()
+        assert "BEGIN HIDDEN TESTS" not in text
+        assert "_forbid = [" not in text  # a line that only hidden tests contain
+
+
+def test_resume_after_a_hard_kill(tmp_path):
+    root = copy_course(tmp_path / "course")
+    env = dict(os.environ, COURSEKIT_GRADEBOOK=str(root / "gradebook.db"))
+    for student in ("alice", "bob", "carol"):
+        for aid in ("02_memory_calculator", "05_speculative_decoding"):
+            src = root / "samples" / student / aid
+            dest = root / "submitted" / student / aid
+            dest.mkdir(parents=True)
+            for f in src.iterdir():
+                dest.joinpath(f.name).write_bytes(f.read_bytes())
+    cmd = [sys.executable, "-m", "coursekit.grading", "--root", str(root), "grade",
+           "--workers", "2"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    state_file = root / grader.STATE_FILE
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        state = grader.load_state(root)
+        if sum(e["status"] == "graded" for e in state.values()) >= 1:
+            break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the grader, its workers, their kernels
+    proc.wait()
+    done_before = {k for k, e in grader.load_state(root).items() if e["status"] == "graded"}
+    assert 1 <= len(done_before) < 6, done_before
+    con = sqlite3.connect(root / "gradebook.db")
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert f"{len(done_before)} already graded" in out.stdout
+    state = grader.load_state(root)
+    assert len(state) == 6 and all(e["status"] == "graded" for e in state.values())
+    old = os.environ.get("COURSEKIT_GRADEBOOK")
+    os.environ["COURSEKIT_GRADEBOOK"] = str(root / "gradebook.db")
+    try:
+        rows, _ = pipeline.report(root)
+    finally:
+        if old is None:
+            os.environ.pop("COURSEKIT_GRADEBOOK")
+        else:
+            os.environ["COURSEKIT_GRADEBOOK"] = old
+    scores = {(r.student, r.assignment): r.score for r in rows}
+    assert scores[("alice", "02_memory_calculator")] == 17  # tests/test_course.py EXPECTED
+    assert scores[("bob", "05_speculative_decoding")] == 9
+    assert scores[("carol", "02_memory_calculator")] == 0
+    assert state_file.exists()
