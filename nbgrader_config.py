@@ -42,8 +42,10 @@ c.StripHiddenTests.show_hidden_tests = os.environ.get("COURSEKIT_SHOW_HIDDEN_TES
 # Sandbox: every kernel nbgrader starts runs through coursekit's launcher (see
 # coursekit/grading/sandbox.py): the course folder, gradebook and other students are
 # hidden, privileges dropped, processes contained, and rlimits plus a whole-notebook
-# time limit applied. COURSEKIT_SANDBOX=limits grades with rlimits only (loudly).
-c.Execute.kernel_manager_class = "coursekit.grading.sandbox.SandboxKernelManager"
+# time limit applied. COURSEKIT_SANDBOX=limits grades with rlimits only, and
+# COURSEKIT_SANDBOX=off not at all (benchmarks only); both are reported loudly.
+if os.environ.get("COURSEKIT_SANDBOX") != "off":
+    c.Execute.kernel_manager_class = "coursekit.grading.sandbox.SandboxKernelManager"
 c.SandboxKernelManager.course_root = COURSE_ROOT
 c.SandboxKernelManager.mode = "limits" if os.environ.get("COURSEKIT_SANDBOX") == "limits" else "auto"
 c.SandboxKernelManager.hide = [c.CourseDirectory.db_url[len("sqlite:///"):]]

@@ -35,6 +35,7 @@ import math
 import numpy as np
 import matplotlib.pyplot as plt
 from coursekit.grading import checks as ck
+from coursekit.grading import selfcheck as sc  # instant feedback on predictions
 from coursekit.training import flops as ref_flops
 from coursekit.units import GFLOP, TFLOP, PFLOP, DAY, HOUR, KWH
 from coursekit.hardware import get_accelerator
@@ -65,6 +66,13 @@ print(f"coursekit {coursekit.__version__}; V100 fp16 Tensor-Core peak: "
 # Write `layer_flops` returning a dict with the keys `"qkv"`, `"qk"`, `"attn_v"`, `"out_proj"`
 # and `"ffn"` (FLOPs). `d_ff=None` means $4d$. Raise `ValueError` if `d_model` is not divisible
 # by `n_heads`.
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # "attention" or "FFN"
+my_ffn_share  = None  # optional: the FFN's share of the layer's FLOPs, e.g. 0.5 for 50%
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiQ3N6bEZzQVFzcHdpTHJPNFFtSE44NlZpVVF2bWpHMG40b00rQVlSUENUQlV2Nzk5WFpXeGF0TmJkK2V0a0Uvcm5LVWxTbUlxeFFNbms4MkZncXFibnJ4K1FRSlJXZDZXYzRzMmdJZ0xOVFQ3b25Nd1BTbzZod0ZML2M3b29wSmVvYUswRlhkWmRGZUwrbFJsYmtWdHB5Y1lwbmoxMlI5VUp5U1RDVHFwT25pSGRBT1Y3anoyemVVU2JQbW1scEhPdS9kb2ZOOUFad3BBR2tMWWNYZCtIRWtnS2RKQUkrUHJoZ21ESERVc1hRPT0iLCJoaW50cyI6WyJDb21wYXJlIHRoZSBkXjIgdGVybXMgKHByb2plY3Rpb25zLCBGRk4gd2l0aCBkX2ZmID0gNGQpIHdpdGggdGhlIFNeMiB0ZXJtcyBhdCBTID0gMTAyNCBhbmQgZCA9IDE2MDAuIl0sImtleSI6ImM3YjdiN2UwNTA4NzdlYzk4ODkyYmVmZjQ5MDhhNTYxMTA2ZDhlYWNkMGQ4MDRhMTYzM2FmYTJmOThiOTIxMWEiLCJraW5kIjoibGFiZWwiLCJvcHRpb25fdGV4dHMiOltdLCJvcHRpb25zIjpbImF0dGVudGlvbiIsIkZGTiJdLCJwcm9tcHQiOiJHUFQtMiBYTCBsYXllciBhdCBCPTMyLCBTPTEwMjQ6IHdoaWNoIGNvbXBvbmVudCBoYXMgdGhlIG1vc3QgRkxPUHMsIGF0dGVudGlvbiBvciB0aGUgRkZOPyIsInFpZCI6Im5iMDFfcDFfZG9taW5hbnQiLCJyZWwiOjFlLTA2LCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiJjZWVlMGYwZGY5YWUwMzQwIiwic2VjdGlvbiI6IjAxIHRyYWluaW5nIGNvc3QiLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoiIiwidmFyaWFibGUiOiJteV9wcmVkaWN0aW9uIn0=", my_prediction)
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiYzJRMGwzMDNLekVDY1FwL0szNElKNGZzRElzVkJqS2R1NUpLVXJHV05QNkd3S0cwZDN4M21zSjdzQ1NERzN5c0YrWmc4T3ZPaUdQTXNFTXBLZjNyMjhXWC9lNTRBeFVqczE2WE92Q0MwL21HcVVwcVNKZGFHRzU2aEFCMUJlMGVaazVKb0FaaE9KRGJjQ0Z3R213MzdSNmlJVm1tbVpNPSIsImhpbnRzIjpbIkZGTiA9IDE2XHUwMGI3Qlx1MDBiN1NcdTAwYjdkXHUwMGIyOyB0aGUgd2hvbGUgbGF5ZXIgYWRkcyBRS1YgKDZCU2RcdTAwYjIpLCBvdXRwdXQgcHJvamVjdGlvbiAoMkJTZFx1MDBiMikgYW5kIHR3byAyXHUwMGI3Qlx1MDBiN1NcdTAwYjJcdTAwYjdkIHByb2R1Y3RzLiBXcml0ZSBhIGZyYWN0aW9uLCBlLmcuIDAuNSBmb3IgNTAlLiJdLCJrZXkiOiI5dFM4L2IweFA0Yz0iLCJraW5kIjoibnVtYmVyIiwib3B0aW9uX3RleHRzIjpbXSwib3B0aW9ucyI6W10sInByb21wdCI6IldoYXQgZnJhY3Rpb24gb2YgdGhlIGxheWVyJ3MgZm9yd2FyZCBGTE9QcyBpcyB0aGUgRkZOPyIsInFpZCI6Im5iMDFfcDFfZmZuX3NoYXJlIiwicmVsIjowLjE1LCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiJmYmQxYzNiMzk5NjVjMGU3Iiwic2VjdGlvbiI6IjAxIHRyYWluaW5nIGNvc3QiLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoiZnJhY3Rpb24gb2YgdGhlIGxheWVyIiwidmFyaWFibGUiOiJteV9mZm5fc2hhcmUifQ==", my_ffn_share)
 
 # %% [answer id=ex_layer_flops]
 def layer_flops(batch, seq_len, d_model, n_heads, d_ff=None):
@@ -149,6 +157,11 @@ print(f"50,000 steps: {50_000 * _step / PFLOP:,.1f} PFLOP   (chapter: ~16041.7 P
 # **Predict:** Llama 2 70B was trained on 2 trillion tokens. Is that closer to $10^{21}$,
 # $10^{23}$ or $10^{25}$ FLOPs?
 
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # your guess, in FLOPs: 1e21, 1e23 or 1e25?
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiOHVEREY3ckZJSVpkR3hCTWE2c0pUWEpoVHdEeU5BNmNYN3FoQ1JWOXo0UGJiVS9VZlBETzBxMlc5WEJIUVJzMGpHd2U2dC9DMk0xOEJNQk93WkIrQUJIUkFqQ2F0bjQrZ1NtcFhUSDF2SHV1cG04NEVFdFE3SE1TVWdKL2ZGZ01maitIRWhCOC9iVzdha0hYLzdpaEhyY1RNRS9abmVoY1FLZ1F3bDVIc3BBeENuZz0iLCJoaW50cyI6WyJVc2UgQyBcdTIyNDggNlx1MDBiN05cdTAwYjdEIHdpdGggTiA9IDcwZTkgYW5kIEQgPSAyZTEyOyB0aGVuIHBpY2sgdGhlIGNsb3Nlc3QgcG93ZXIuIl0sImtleSI6IlYyZ2NtZjZVbFQwPSIsImtpbmQiOiJudW1iZXIiLCJvcHRpb25fdGV4dHMiOltdLCJvcHRpb25zIjpbXSwicHJvbXB0IjoiTGxhbWEgMiA3MEIgb24gMiB0cmlsbGlvbiB0b2tlbnM6IGFib3V0IGhvdyBtYW55IHRyYWluaW5nIEZMT1BzICgxZTIxLCAxZTIzIG9yIDFlMjUpPyIsInFpZCI6Im5iMDFfcDJfbWFnbml0dWRlIiwicmVsIjowLjk1LCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiIzNTFiMGQ0ZGY0OTVhMzA2Iiwic2VjdGlvbiI6IjAxIHRyYWluaW5nIGNvc3QiLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoiRkxPUHMiLCJ2YXJpYWJsZSI6Im15X3ByZWRpY3Rpb24ifQ==", my_prediction)
+
 # %% [answer id=ex_training_flops partial]
 def training_flops(n_params, n_tokens):
     """Total training FLOPs, 6 * N * D. Raise ValueError if either is <= 0."""
@@ -189,6 +202,11 @@ ck.check_raises(training_flops, 0, 1e12, name="training_flops(0, 1e12)")
 #
 # **Predict:** Llama 2 70B on 1,024 H100s (989 TFLOP/s dense FP16) at $\eta = 0.5$: a day, a
 # few weeks, or a year?
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # "a day", "a few weeks" or "a year"
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiU3JtQmt3OVNrTktrcUJiazdVcVVVRXhldnRCb1lyN05zVHMzZFRBcTlnbU1yQ0lzYVQyZXQwSXFIbXQzLzJ4MWxyK2dUaThzVjQ4QnVFMXBsYmREc0ZDZHhaRHRNNitQWkJyK0UzdDkvVHl0TnNNTjhuOElaRVlyV2VkUDRNQ0w1ZHNPNlJtaVhjcVJSanpuM3NZbW1VNE9FM2Y4bnc9PSIsImhpbnRzIjpbIlQgPSBPIC8gKFJfcGVhayBcdTAwYjcgZXRhIFx1MDBiNyBOKTsgZGl2aWRlIHRoZSBzZWNvbmRzIGJ5IDg2LDQwMCBmb3IgZGF5cy4iXSwia2V5IjoiMTgxOTQzNjgxMjFlMGNmMTI0ZTY1NTAyMGIwYmRkNjA3YzA4YTg5ZGE5ZDkxZmMzZTUyNzZmMWU5Nzk0OGM0MCIsImtpbmQiOiJsYWJlbCIsIm9wdGlvbl90ZXh0cyI6W10sIm9wdGlvbnMiOlsiYSBkYXkiLCJhIGZldyB3ZWVrcyIsImEgeWVhciJdLCJwcm9tcHQiOiJMbGFtYSAyIDcwQiAoOC40ZTIzIEZMT1BzKSBvbiAxLDAyNCBIMTAwcyBhdCA5ODkgVEZMT1AvcyBhbmQgZXRhID0gMC41OiBhIGRheSwgYSBmZXcgd2Vla3Mgb3IgYSB5ZWFyPyIsInFpZCI6Im5iMDFfcDNfZHVyYXRpb24iLCJyZWwiOjFlLTA2LCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiI1ZGNlMDU2NDdhZjM2YWY5Iiwic2VjdGlvbiI6IjAxIHRyYWluaW5nIGNvc3QiLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoiIiwidmFyaWFibGUiOiJteV9wcmVkaWN0aW9uIn0=", my_prediction)
 
 # %% [answer id=ex_training_time partial]
 def training_time(total_flops, peak_flops, efficiency, n_devices=1):
@@ -256,6 +274,11 @@ plt.show()
 #
 # **Predict:** Def 1.4's 7B model processes 1,024 tokens per step in 1.2 s on one A100
 # (312 TFLOP/s). Above or below 50%?
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # "above" or "below" 50% MFU
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiamhzUlcvZVJxTnJleXpXWVNpWDUyTi8vTzhSVzNLeTVYZ2RVakk0eWJvRStqRkxOd0hsQjM3RU1GS0VaNW0xNURxY1hUeHA3N2FFcStreXJFTUJkNFgrcFY3UWlPMEcyeEx1c2Jza1VNekg2YitibG9teVNwZz09IiwiaGludHMiOlsiTUZVID0gNlx1MDBiN05cdTAwYjd0b2tlbnMgLyAoUl9wZWFrIFx1MDBiNyBUX3N0ZXApLiJdLCJrZXkiOiI2OThkYWQ2M2NhMDAyZjBjZmQ2OWExYzU5NTkzMjBkYzkwZWQxYzBhMjM2ODVlM2JlZWZkMjk4MTJjMTIzMDJjIiwia2luZCI6ImxhYmVsIiwib3B0aW9uX3RleHRzIjpbXSwib3B0aW9ucyI6WyJhYm92ZSIsImJlbG93Il0sInByb21wdCI6IkRlZiAxLjQ6IGEgN0IgbW9kZWwsIDEsMDI0IHRva2VucyBwZXIgc3RlcCwgMS4yIHMgcGVyIHN0ZXAgb24gb25lIEExMDAgKDMxMiBURkxPUC9zKS4gTUZVIGFib3ZlIG9yIGJlbG93IDUwJT8iLCJxaWQiOiJuYjAxX3A0X21mdSIsInJlbCI6MWUtMDYsInJldmVhbF9hZnRlciI6Miwic2FsdCI6ImIzNmVmOWJiNmU4MTliMjUiLCJzZWN0aW9uIjoiMDEgdHJhaW5pbmcgY29zdCIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiIiLCJ2YXJpYWJsZSI6Im15X3ByZWRpY3Rpb24ifQ==", my_prediction)
 
 # %% [answer id=ex_mfu partial]
 def mfu(model_flops_per_step, step_time, peak_flops, n_devices=1):
@@ -349,6 +372,11 @@ plt.show()
 # Write `training_bill` returning a dict with keys `"rental_usd"`, `"energy_kwh"`,
 # `"electricity_usd"` and `"co2_kg"`.
 
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # your guess, in kWh: 300, 3000 or 30000?
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiQXo3NEM1Qm1aNDQrb3k0eU1yemt1SW03bU1nT0pZaWlEZWkyUkdzVUpFbTl4V3VDVTRPTFAwbjA3TW9uZUF2RER6VG9tL1ZtVGZEKzFjT1d1WnZyTUJSSTBHR1RZSU5ERTQxUlM1SEdVQ084Y2UzTUtrblZlRXRkd1JqdlQ0RERhN3VMaTBJMnRVcHMzaFJDTHN0YkZUVGI2TkdOZVhMTEdrZzhCRjJsOHkzMTJGUE80bnpTQTd4YU1GTnJGdFBibXMrSjMzOWhRaGliIiwiaGludHMiOlsiUG93ZXIgPSAxMDI0IFx1MDBkNyA0MDAgVyArIDEyOCBcdTAwZDcgMjAwIFc7IGVuZXJneSA9IHBvd2VyIFx1MDBkNyB0aW1lOyAxIGtXaCA9IDMuNmU2IEouIl0sImtleSI6IjRWNDdKUkVKT0dvPSIsImtpbmQiOiJudW1iZXIiLCJvcHRpb25fdGV4dHMiOltdLCJvcHRpb25zIjpbXSwicHJvbXB0IjoiTmFwa2luIDEuMTEncyA3My1ob3VyIHJ1biBvbiAxLDAyNCBBMTAwcyAoNDAwIFcgZWFjaCwgMjAwIFcgcGVyIDgtR1BVIGhvc3QpOiBob3cgbWFueSBrV2gsIDMwMCwgMywwMDAgb3IgMzAsMDAwPyIsInFpZCI6Im5iMDFfcDVfZW5lcmd5IiwicmVsIjowLjUsInJldmVhbF9hZnRlciI6Miwic2FsdCI6IjIyNmYxZWUwYjRjYzFhZDciLCJzZWN0aW9uIjoiMDEgdHJhaW5pbmcgY29zdCIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiJrV2giLCJ2YXJpYWJsZSI6Im15X3ByZWRpY3Rpb24ifQ==", my_prediction)
+
 # %% [answer id=ex_bill]
 def training_bill(n_devices, seconds, usd_per_device_hour, device_watts, n_hosts=0,
                   host_watts=0.0, usd_per_kwh=0.10, kg_co2_per_kwh=0.43):
@@ -438,7 +466,13 @@ plt.show()
 #
 # Same job, same cluster: the run time must shrink by the throughput ratio, and a rental bill is
 # proportional to time. **Predict:** is 2 weeks → 1.2 weeks a 2.4× speedup?
-#
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # True (yes, 2.4x) or False
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiSWh0ZWNTamNIYXdFSE5BeUhsUm8xNUVkbnZjUlNDanJXQWZReCtjWU55Nlo2d0NHT09ob2ZIV0NyMWZMT1NrTjZ1OStGS3dvVE40dzlaeGg3VTIyUFp0RlFGMWRnaXlNTGhMVEl3TkZyakFkTlJ5Z2llTG1hcnA4SnpGSUlNTk9sckZpM2JPTHorSVRFdWJlWFpjVGVER2NuaXZiODhnWCIsImhpbnRzIjpbIlNhbWUgam9iIG9uIHRoZSBzYW1lIGNsdXN0ZXI6IHRoZSBzcGVlZHVwIGlzIG9sZCB0aW1lIC8gbmV3IHRpbWUuIl0sImtleSI6ImY0NTQ4YzJjMTk5MGM4NGM3NDIxN2Q4NTk4MDc2YzlkMzZmMWNlNGFhMDgyMDAyOGNlNjkwMDUxOTM4OTAyYTgiLCJraW5kIjoiYm9vbCIsIm9wdGlvbl90ZXh0cyI6W10sIm9wdGlvbnMiOltdLCJwcm9tcHQiOiJOYXBraW4gMS43OiBpcyAyIHdlZWtzIC0-IDEuMiB3ZWVrcyBhIDIuNHggc3BlZWR1cD8iLCJxaWQiOiJuYjAxX3A2X3NwZWVkdXAiLCJyZWwiOjFlLTA2LCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiI3M2MxMGNhNzkwMGMxYTI1Iiwic2VjdGlvbiI6IjAxIHRyYWluaW5nIGNvc3QiLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoiIiwidmFyaWFibGUiOiJteV9wcmVkaWN0aW9uIn0=", my_prediction)
+
+# %% [markdown]
 # It is not: 2 / 1.2 = 1.67×. (And $28,000 is not 1.2/2 of $50,000 either; that would be
 # $30,000.) Write `corrected_fp16_run`, returning the pair `(days, usd)` that the 220 vs 90
 # samples/s throughput actually implies, from the FP32 run's days and cost.

@@ -37,6 +37,7 @@ import math
 import numpy as np
 import matplotlib.pyplot as plt
 from coursekit.grading import checks as ck
+from coursekit.grading import selfcheck as sc  # instant feedback on predictions
 from coursekit.training import memory as ref_memory
 from coursekit.units import GB, GiB, fmt_bytes
 from coursekit.models import get_model
@@ -63,6 +64,11 @@ print(f"coursekit {coursekit.__version__}; A100 capacity used here: {A100.memory
 #
 # The formula: $M_\text{static} = N \times (b_\text{weights} + b_\text{gradients} +
 # b_\text{master} + b_\text{optimizer})$, with each $b$ in bytes per parameter.
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # your guess, in GB: 14, 28, 56 or 84?
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiNUV2b1pHeUlaNkJIdkxtb1lWWGpVTTZhVVJkYmphSzkzc0dvWUFGUEJUb0NNcFRrd3N4RmFGbnhXbmhQeE1tSEdPMXJhZEtxSUhuR3l2VXh3bDF5VFZpRm95NEdqWWVNdjNzMW1GdHh5REVpR1R5SFNmZGxOdU1GeUFxajNMd3VRRVZSeDVxeVhidllmVFFLSVluaGQvcjZRbkdGZkQzdHYrd1Z3R2o5TTBDV1VZd004S0JTMHZVQ29HdG8ybm5YRFN0aU5BSlAiLCJoaW50cyI6WyJXZWlnaHRzICgyIGJ5dGVzKSArIGdyYWRpZW50cyAoMiBieXRlcykgKyB0d28gQWRhbSBtb21lbnRzICg0ICsgNCBieXRlcykgcGVyIHBhcmFtZXRlciwgdGltZXMgN2U5LiJdLCJrZXkiOiI2eHRVbU90VjVDMD0iLCJraW5kIjoibnVtYmVyIiwib3B0aW9uX3RleHRzIjpbXSwib3B0aW9ucyI6W10sInByb21wdCI6IlRyYWluaW5nIGEgN0IgbW9kZWwgYmVmb3JlIGFueSBhY3RpdmF0aW9uIChsZXNzb24gcGxhbjogMiArIDIgKyA4IGJ5dGVzL3BhcmFtKTogMTQsIDI4LCA1NiBvciA4NCBHQj8iLCJxaWQiOiJuYjAyX3AxX3N0YXRpY19nYiIsInJlbCI6MC4wNSwicmV2ZWFsX2FmdGVyIjoyLCJzYWx0IjoiYjE5NjljZTdiYjExZDdmZiIsInNlY3Rpb24iOiIwMiBtZW1vcnkgY2FsY3VsYXRvciIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiJHQiIsInZhcmlhYmxlIjoibXlfcHJlZGljdGlvbiJ9", my_prediction)
 
 # %% [answer id=ex_static_memory partial]
 def static_memory_bytes(n_params, recipe):
@@ -122,6 +128,11 @@ ck.check_raises(static_memory_bytes, -1, RECIPES["fp32+adam"], name="static_memo
 #
 # **Predict:** for GPT-2 XL at $b=8$, $s=1024$, what fraction of a layer's activations are the
 # attention scores?
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # your guess, as a fraction (e.g. 0.5 for 50%)
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiYTRmTGpaMEQxOGFyU1MwS1d5RWQwYitHeFN2bU95ZEI2VHNObG16anFVa2JXV1Y0S2FLemVqaXNBM1dGNHNFbFg3T2ljVmVUZ3pwOGFqeFlRWG5jODQ4K25TTXlLRzlzd3gxcmdnb1RkdE1SYlVPbXFqS0d6L2NsNWZPMU05OS9RYVphMURhUm9BUzhwZm54Um5iVU0zMWdIcFVURXVXYng1a2U2NjhTcXczSitIOElxSG9VYVdUSExRaTFjOWtHTEdEMXVaamJxQnBxSXY1cjJVOHEiLCJoaW50cyI6WyJDb21wYXJlIDVcdTAwYjdhXHUwMGI3cy9oIHdpdGggdGhlIHdob2xlIGJyYWNrZXQgMzQgKyA1XHUwMGI3YVx1MDBiN3MvaCAoYSA9IDI1LCBzID0gMTAyNCwgaCA9IDE2MDApLiBXcml0ZSBhIGZyYWN0aW9uLCBlLmcuIDAuNSBmb3IgNTAlLiJdLCJrZXkiOiJNbTFORC9DV1B3bz0iLCJraW5kIjoibnVtYmVyIiwib3B0aW9uX3RleHRzIjpbXSwib3B0aW9ucyI6W10sInByb21wdCI6IkdQVC0yIFhMLCBiID0gOCwgcyA9IDEwMjQ6IHdoYXQgZnJhY3Rpb24gb2YgYSBsYXllcidzIGFjdGl2YXRpb25zIGFyZSB0aGUgYXR0ZW50aW9uIHNjb3Jlcz8iLCJxaWQiOiJuYjAyX3AyX2F0dG5fZnJhY3Rpb24iLCJyZWwiOjAuMSwicmV2ZWFsX2FmdGVyIjoyLCJzYWx0IjoiOWY1NTU4MjFiMjBmMmEwYSIsInNlY3Rpb24iOiIwMiBtZW1vcnkgY2FsY3VsYXRvciIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiJmcmFjdGlvbiIsInZhcmlhYmxlIjoibXlfcHJlZGljdGlvbiJ9", my_prediction)
 
 # %% [answer id=ex_activations]
 def activation_bytes_layer(seq_len, micro_batch, hidden, n_heads, recompute="none"):
@@ -214,6 +225,13 @@ for row in sorted(_h200["rows"], key=lambda r: (r["param_count"], r["attn"])):
 # **Predict:** the ZeRO paper's Figure 1 trains 7.5B parameters on 64 GPUs. How many GB per
 # GPU at stage 0, and at stage 3?
 
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_stage0_gb = None  # your guess, in GB per GPU at stage 0
+my_stage3_gb = None  # your guess, in GB per GPU at stage 3
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiWWM3TFJNQTNEbTAxaEt5UURRVlp1aURZL2poVXVsbFJUcmJnTm5xS1NJY2xNNFpPeHRTbDAvMGVNK05zZ2thNExLVk5MN1Y3MXk4M2lWRmhsV3dZNHlhT0xCYTdtd0N6aHVDRlV6SC9KWnRGIiwiaGludHMiOlsiU3RhZ2UgMCBzaGFyZHMgbm90aGluZzogZXZlcnkgR1BVIGhvbGRzIGFsbCAxNiBieXRlcyBvZiBldmVyeSBwYXJhbWV0ZXIuIl0sImtleSI6Ikx1TlBkUzVSTVZrPSIsImtpbmQiOiJudW1iZXIiLCJvcHRpb25fdGV4dHMiOltdLCJvcHRpb25zIjpbXSwicHJvbXB0IjoiWmVSTyBGaWd1cmUgMTogNy41QiBwYXJhbWV0ZXJzICgxNiBieXRlcy9wYXJhbSkgb24gNjQgR1BVcy4gR0IgcGVyIEdQVSBhdCBzdGFnZSAwPyIsInFpZCI6Im5iMDJfcDNfemVyb19zdGFnZTBfZ2IiLCJyZWwiOjAuMDUsInJldmVhbF9hZnRlciI6Miwic2FsdCI6ImVhNzlmNDMyNzk4MmE2ZmIiLCJzZWN0aW9uIjoiMDIgbWVtb3J5IGNhbGN1bGF0b3IiLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoiR0IgcGVyIEdQVSIsInZhcmlhYmxlIjoibXlfc3RhZ2UwX2diIn0=", my_stage0_gb)
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiMmhyTlVQU3psZTFlbXR3UUpIWEU1L2k3cENldnc5eE4yVThyRDRhQkdUb05BK1BsSzdMS1JxY29NYk05TGFidHJXcCtDNHlEbUxSbUdLVzVvMGNiUEhmUHJkNGhGalJCVlFjMlpCaU9TNGJNajBYZDhrSnZ6TnZKOE1BY0s2a0JYSHVkdkE9PSIsImhpbnRzIjpbIlN0YWdlIDMgc2hhcmRzIHdlaWdodHMsIGdyYWRpZW50cyBhbmQgb3B0aW1pemVyIHN0YXRlIG92ZXIgYWxsIDY0IEdQVXMuIl0sImtleSI6ImRFZHZpMGhBTnFBPSIsImtpbmQiOiJudW1iZXIiLCJvcHRpb25fdGV4dHMiOltdLCJvcHRpb25zIjpbXSwicHJvbXB0IjoiWmVSTyBGaWd1cmUgMTogNy41QiBwYXJhbWV0ZXJzICgxNiBieXRlcy9wYXJhbSkgb24gNjQgR1BVcy4gR0IgcGVyIEdQVSBhdCBzdGFnZSAzPyIsInFpZCI6Im5iMDJfcDNfemVyb19zdGFnZTNfZ2IiLCJyZWwiOjAuMDUsInJldmVhbF9hZnRlciI6Miwic2FsdCI6IjkyYjhhZDU0ODA0ODBiMjEiLCJzZWN0aW9uIjoiMDIgbWVtb3J5IGNhbGN1bGF0b3IiLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoiR0IgcGVyIEdQVSIsInZhcmlhYmxlIjoibXlfc3RhZ2UzX2diIn0=", my_stage3_gb)
+
 # %% [answer id=ex_zero partial]
 def zero_memory_per_gpu(n_params, dp, stage, recipe):
     """Model-state bytes on one of `dp` data-parallel GPUs under ZeRO `stage` (0-3).
@@ -290,7 +308,13 @@ for name, stage, values in _table:
 # %% [markdown]
 # **Predict before you run:** *will ZeRO stage 1 alone make the 70B model fit on 8 A100s?*
 # Commit to yes or no, then read the `llama2-70b` row for stage 1 above.
-#
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # True (it fits) or False
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiamxuYlYrcHFYcW5icXQvVExHWjlRMktUQ0lWUSs5RkdNeFh6bXBFamFqUkw4L0hBUm00cndNaHRZY0p6Y3UxVzQycVF1d3IyTHBSVFlZdXRBSk1kemhnRFpma0ZoLy8xK2hteWgzYlhNaW12di80NmRsQlE0N0cvYVMwTWVsWDRxQWltd2ZVVnArcFdTSGhnbkFld21jdTFIdllUN3ozY2tqQmdlWTNYV3JvT1BKNk4wdVRwL0RHMjA5S2NyMDkxcEJkKytRdTMwaWNTck84OW9PQVVTK1o3eG9hcU9oMDU2TitIRkJKYTBDdmZyRVU1QjdwaVJhc05sZ2M3WkdOR25tT0tpeDgyZDRDcW9PbktFemF6SEN4elVCSVhRSFIyYXdoUU9vMERQanB3TWwxcSIsImhpbnRzIjpbIlN0YWdlIDEgc2hhcmRzIG9ubHkgdGhlIG9wdGltaXplciBzdGF0ZTogd2hhdCBzdGF5cyBvbiBldmVyeSBHUFU_Il0sImtleSI6IjJlYTQ3YWJmODc3ZGI3MzU0YTMxMDQyZWRkZmRmZjZlZDYyYWE2ZWYxYjU5ZWQ2ZTJhOTk3NjQ5M2U4YjMxMDYiLCJraW5kIjoiYm9vbCIsIm9wdGlvbl90ZXh0cyI6W10sIm9wdGlvbnMiOltdLCJwcm9tcHQiOiJXaWxsIFplUk8gc3RhZ2UgMSBhbG9uZSBtYWtlIExsYW1hLTItNzBCICgxMiBieXRlcy9wYXJhbSkgZml0IG9uIDggQTEwMHMgb2YgODAgR0I_IiwicWlkIjoibmIwMl9wNF96ZXJvMV9maXRzIiwicmVsIjoxZS0wNiwicmV2ZWFsX2FmdGVyIjoyLCJzYWx0IjoiYzhmZjMwZmFlZTEwNmNmMyIsInNlY3Rpb24iOiIwMiBtZW1vcnkgY2FsY3VsYXRvciIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiIiLCJ2YXJpYWJsZSI6Im15X3ByZWRpY3Rpb24ifQ==", my_prediction)
+
+# %% [markdown]
 # It does not: stage 1 leaves 2 + 2 bytes per parameter of weights and gradients on every GPU,
 # **276 GB** for Llama-2-70B (68.98 × 10⁹ parameters) however many GPUs you add. Only stage 3
 # shrinks everything with $N_d$. Optimizer sharding alone is not enough for very large models,

@@ -35,6 +35,7 @@ import math
 import numpy as np
 import matplotlib.pyplot as plt
 from coursekit.grading import checks as ck
+from coursekit.grading import selfcheck as sc  # instant feedback on predictions
 from coursekit.training import roofline as ref_roofline
 from coursekit.training import input_pipeline as ref_pipeline
 from coursekit.units import GB, MB, TFLOP, MS, dtype_bytes
@@ -63,6 +64,11 @@ print(f"coursekit {coursekit.__version__}; A100-80GB: {A100.peak('bf16') / TFLOP
 # Write `ridge_point(peak_flops, hbm_bandwidth)` (FLOP/byte) and
 # `gemm_intensity(m, k, n, bytes_per_value)` for (m×k)·(k×n): $2mkn$ FLOPs over
 # $(mk + kn + mn)\cdot$bytes. Both raise `ValueError` for non-positive inputs.
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # your guess for n: 64, 512 or 4096?
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiWDNTSlVFV0JZcm5BNTAveTl3OFpMdGVGRlZKYjZOZGxaYVJTN0pVNzNnc3BrTGY0VWpwTlg2SFBTQzk3eklMeEtOdDlYMDZ4SWVNQkFKR054amIvYkwwZlk1UFFuWjZ1SXRHaVRqVjVFdGFkWEoyV0taZVQ4UkpHK1hPUm8wc2syZCsrRzBpZUFNak1mcXdzeDJhVWY5VDV5NVVyYTNwNXBPdjhDSXFYaXkvSGxwd0srYllvaFNNQVdmSVVLSkxCQ2VxdXJkUEFqeHZqcm04eXdJVFh0UkxJQjlDRW9UbkhkNG05VloxYlVaUmxLSXp2Q0NJPSIsImhpbnRzIjpbIjJuXHUwMGIzIEZMT1BzIG92ZXIgM25cdTAwYjIgdmFsdWVzIG9mIDIgYnl0ZXM6IHRoZSBpbnRlbnNpdHkgaXMgYSBzaW1wbGUgZnVuY3Rpb24gb2Ygbi4iXSwia2V5IjoiK21QZjBTL0JpTDA9Iiwia2luZCI6Im51bWJlciIsIm9wdGlvbl90ZXh0cyI6W10sIm9wdGlvbnMiOltdLCJwcm9tcHQiOiJBIHNxdWFyZSBiZjE2IEdFTU0gKG4geCBuKVx1MDBiNyhuIHggbik6IGF0IHdoaWNoIG4gZG9lcyBpdCBjcm9zcyB0aGUgQTEwMCdzIHJpZGdlIG9mIH4xNTMgRkxPUC9ieXRlOiA2NCwgNTEyIG9yIDQwOTY_IiwicWlkIjoibmIwM19wMV9yaWRnZV9uIiwicmVsIjowLjE1LCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiJiNWNlYjk3ZTlmODlhZWVlIiwic2VjdGlvbiI6IjAzIGJvdHRsZW5lY2tzIiwic291cmNlIjoiYW5zd2VyIGFuZCBkZXJpdmF0aW9uOiB0ZXN0cy90ZXN0X3ByZWRpY3Rpb25zLnB5IiwidW5pdCI6Im4iLCJ2YXJpYWJsZSI6Im15X3ByZWRpY3Rpb24ifQ==", my_prediction)
 
 # %% [answer id=ex_ridge partial]
 def ridge_point(peak_flops, hbm_bandwidth):
@@ -137,6 +143,11 @@ ck.check_raises(gemm_intensity, 0, 4, 4, 2, name="gemm_intensity(m=0)")
 # Write `attainable(intensity, peak_flops, hbm_bandwidth)` (FLOP/s) and
 # `classify(intensity, peak_flops, hbm_bandwidth)` returning `"memory-bound"` or
 # `"compute-bound"` (compute-bound at exactly the ridge). Negative intensity raises `ValueError`.
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # your guess, as a fraction of peak (e.g. 0.5)
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiS3NYcTF0Uk5yZGFlWmU3cGdjb3k1ekJ6QWJiZmFZMjgrdmFNQXpMTGJGclBFalVJMTRWcWRqdXNZbURNTXNkUXZDYXdiK0E1ZmNoR0xnQmllYVY0THc4cXdiSTVFQkpFMk1oeS9nNFFDR0pIWWlQUlcvbzhLTTJGZk40OEZRPT0iLCJoaW50cyI6WyJMZWZ0IG9mIHRoZSByaWRnZSB0aGUgcm9vZiBpcyBJIFx1MDBkNyBiYW5kd2lkdGguIFdyaXRlIGEgZnJhY3Rpb24sIGUuZy4gMC41LiJdLCJrZXkiOiI3ZFh2MUE2Z1AwMD0iLCJraW5kIjoibnVtYmVyIiwib3B0aW9uX3RleHRzIjpbXSwib3B0aW9ucyI6W10sInByb21wdCI6Ik1hdGVyaWFsaXplZCBhdHRlbnRpb24gc2NvcmVzLCBJID0gMzIgRkxPUC9ieXRlLCBvbiBhbiBBMTAwICgzMTIgVEZMT1AvcywgMi4wMzkgVEIvcyk6IHdoYXQgZnJhY3Rpb24gb2YgcGVhayBjYW4gdGhleSByZWFjaD8iLCJxaWQiOiJuYjAzX3AyX2F0dG5fcGVha19mcmFjdGlvbiIsInJlbCI6MC4xNSwicmV2ZWFsX2FmdGVyIjoyLCJzYWx0IjoiZTkyMDhlN2VlZjcxMjMyOSIsInNlY3Rpb24iOiIwMyBib3R0bGVuZWNrcyIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiJmcmFjdGlvbiBvZiBwZWFrIiwidmFyaWFibGUiOiJteV9wcmVkaWN0aW9uIn0=", my_prediction)
 
 # %% [answer id=ex_roofline partial]
 def attainable(intensity, peak_flops, hbm_bandwidth):
@@ -249,6 +260,11 @@ for _s in (1024, 2048, 4096, 8192):
 # Write `preprocessing_rate(n_workers, transform_time)` (items/s) and
 # `accelerator_utilization(pipeline_rate, compute_rate)` (fraction, at most 1).
 
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # your guess, as a fraction (e.g. 0.5 for 50%)
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiMjFsdy9FR3FMRnlXZnZobHJxaHg1TVV4bkNQencxclJKSHNEYmpLcWpKa2ZjRzR2RnJvSzZGZUthTHd1U3NRMTlhOEJiM01GZDNER3J5WFNBb3BCaU1OQkdQRlVTcjUzTnp1dlV5cFlJaU1nZjdQei83MmRMUnJEVFdhQlJkZXZFa0NZNzVBTXMwM2Y5U09FM0ZxRjMvWUlNekhWLzZBVUFsT0JOYlIrcTZBeUdZVEtsS2Z0STNybDV3PT0iLCJoaW50cyI6WyJFcSAxMTogVSA9IG1pbigxLCBSX3BpcGVsaW5lIC8gUl9jb21wdXRlKS4gV3JpdGUgYSBmcmFjdGlvbiwgZS5nLiAwLjUgZm9yIDUwJS4iXSwia2V5IjoiMXRzeEpIVXpMQzQ9Iiwia2luZCI6Im51bWJlciIsIm9wdGlvbl90ZXh0cyI6W10sIm9wdGlvbnMiOltdLCJwcm9tcHQiOiJUaGUgcGlwZWxpbmUgZGVsaXZlcnMgMjAwIGltYWdlcy9zOyB0aGUgbmV3IGFjY2VsZXJhdG9yIGNvbXB1dGVzIDIsMDAwIGltYWdlcy9zLiBJdHMgdXRpbGl6YXRpb24_IiwicWlkIjoibmIwM19wM191dGlsaXphdGlvbiIsInJlbCI6MC4xLCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiIyOTRiOTFhNDNkN2FjYWQ4Iiwic2VjdGlvbiI6IjAzIGJvdHRsZW5lY2tzIiwic291cmNlIjoiYW5zd2VyIGFuZCBkZXJpdmF0aW9uOiB0ZXN0cy90ZXN0X3ByZWRpY3Rpb25zLnB5IiwidW5pdCI6ImZyYWN0aW9uIiwidmFyaWFibGUiOiJteV9wcmVkaWN0aW9uIn0=", my_prediction)
+
 # %% [answer id=ex_pipeline]
 def preprocessing_rate(n_workers, transform_time):
     """Items per second from n_workers, each taking transform_time seconds per item."""
@@ -326,6 +342,13 @@ print(f"tokenize one batch: 1 core {ref_pipeline.stage_time(_tokens, 500e3) / MS
 # Write `iteration_times(stage_times)` returning the pair `(serial, overlapped)` in seconds.
 # An empty list or a negative time raises `ValueError`.
 
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_serial_ms     = None  # your guess, in ms
+my_overlapped_ms = None  # your guess, in ms
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiSWtiaFJOMEhOeFppeTQzOGluWlF0STFscER6RVR3cURiY2FIWWhQTi9CWTQrdXp5TzNhR3ZWU3dMMExBTEs4N3JkeWRzTnNHL2c9PSIsImhpbnRzIjpbIldpdGhvdXQgcHJlZmV0Y2hpbmcgZXZlcnkgc3RhZ2Ugd2FpdHMgZm9yIHRoZSBwcmV2aW91cyBvbmUgKEZpZ3VyZSAxMCkuIl0sImtleSI6InlocnNpRUVTZHpjPSIsImtpbmQiOiJudW1iZXIiLCJvcHRpb25fdGV4dHMiOltdLCJvcHRpb25zIjpbXSwicHJvbXB0IjoiQ3JvcCAxMCBtcywgY29sb3Igaml0dGVyIDE1IG1zLCBub3JtYWxpemUgNSBtcywgR1BVIHN0ZXAgMjUgbXM6IHNlcmlhbCBzdGVwIHRpbWU_IiwicWlkIjoibmIwM19wNF9zZXJpYWxfbXMiLCJyZWwiOjAuMDIsInJldmVhbF9hZnRlciI6Miwic2FsdCI6IjIxZmVlZTBmMTM1YjcwZTIiLCJzZWN0aW9uIjoiMDMgYm90dGxlbmVja3MiLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoibXMiLCJ2YXJpYWJsZSI6Im15X3NlcmlhbF9tcyJ9", my_serial_ms)
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiWXFWR3g5aGNucEJVeVdNcnpDTURaU1hjU1lXYzV5WWdFV0d1SG9VbkxCcEZXamNsN2E1UjkzTFN2c09Rbyswd29wRUlZVXRNOXBaQzJzSkhVc0lKeDZEM3p4eVBsZkVWSzFKUDNsM2FNRFlWVk1pUnJmMFlsT0tqTW5UZE4waXNMUTFsM0hlVVpnPT0iLCJoaW50cyI6WyJXaXRoIHByZWZldGNoaW5nIHRoZSBzdGFnZXMgd29yayBvbiBkaWZmZXJlbnQgYmF0Y2hlcyBhdCBvbmNlIChFcSAxMykuIl0sImtleSI6IlUvN1lreFgzMFE4PSIsImtpbmQiOiJudW1iZXIiLCJvcHRpb25fdGV4dHMiOltdLCJvcHRpb25zIjpbXSwicHJvbXB0IjoiQ3JvcCAxMCBtcywgY29sb3Igaml0dGVyIDE1IG1zLCBub3JtYWxpemUgNSBtcywgR1BVIHN0ZXAgMjUgbXM6IG92ZXJsYXBwZWQgc3RlcCB0aW1lPyIsInFpZCI6Im5iMDNfcDRfb3ZlcmxhcHBlZF9tcyIsInJlbCI6MC4wMiwicmV2ZWFsX2FmdGVyIjoyLCJzYWx0IjoiY2U4NzhhOTE0M2U5MDllNSIsInNlY3Rpb24iOiIwMyBib3R0bGVuZWNrcyIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiJtcyIsInZhcmlhYmxlIjoibXlfb3ZlcmxhcHBlZF9tcyJ9", my_overlapped_ms)
+
 # %% [answer id=ex_overlap partial]
 def iteration_times(stage_times):
     """(serial, overlapped) step time in seconds for the given per-stage times."""
@@ -402,6 +425,13 @@ viz.pipeline_explorer(accelerator_utilization)
 #
 # Write `warp_utilization(batch, warp_size=32)`; a batch < 1 raises `ValueError`.
 
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_batch97  = None  # your guess, as a fraction (e.g. 0.5 for 50%)
+my_batch100 = None  # your guess, as a fraction
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiZmptL1I5a3g4aXJhMkpxYUZGemVkVXF2UktYR1lqZkoybVNGVDVkTG9vekFHMlhxVDVKbG5JMWlDSFF3UldMcGdIVGlKTDA9IiwiaGludHMiOlsiVSA9IGIgLyAoY2VpbChiLzMyKSBcdTAwZDcgMzIpLiBXcml0ZSBhIGZyYWN0aW9uLCBlLmcuIDAuNSBmb3IgNTAlLiJdLCJrZXkiOiJ0cEorU3R0VVZiZz0iLCJraW5kIjoibnVtYmVyIiwib3B0aW9uX3RleHRzIjpbXSwib3B0aW9ucyI6W10sInByb21wdCI6IldhcnAgdXRpbGl6YXRpb24gYXQgYmF0Y2ggOTcgKHdhcnBzIG9mIDMyKT8iLCJxaWQiOiJuYjAzX3A1X3dhcnA5NyIsInJlbCI6MC4wMSwicmV2ZWFsX2FmdGVyIjoyLCJzYWx0IjoiODc5MzQ3NjgxMjE1OThkZCIsInNlY3Rpb24iOiIwMyBib3R0bGVuZWNrcyIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiJmcmFjdGlvbiIsInZhcmlhYmxlIjoibXlfYmF0Y2g5NyJ9", my_batch97)
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiRldObDVMLzhMNHJubGpHcG82S1pWeVM1Tm82VUlVTWpUblQ3alFTVkd4cEtzNUFlQWVYRHc1WjdZNVh0bEZIcUw2aUlGbm1pQWhnNzIwTzhib3JNYXkwY2h6SXNJRXNnQ09TTjNBcUs1b09sNDczYVFzVTdMQT09IiwiaGludHMiOlsiVSA9IGIgLyAoY2VpbChiLzMyKSBcdTAwZDcgMzIpLiBXcml0ZSBhIGZyYWN0aW9uLCBlLmcuIDAuNSBmb3IgNTAlLiJdLCJrZXkiOiJwODh6V0g4RFQ2TT0iLCJraW5kIjoibnVtYmVyIiwib3B0aW9uX3RleHRzIjpbXSwib3B0aW9ucyI6W10sInByb21wdCI6IldhcnAgdXRpbGl6YXRpb24gYXQgYmF0Y2ggMTAwICh3YXJwcyBvZiAzMik_IiwicWlkIjoibmIwM19wNV93YXJwMTAwIiwicmVsIjowLjAxLCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiIwNzY0MjY0MzRjMGYyODk1Iiwic2VjdGlvbiI6IjAzIGJvdHRsZW5lY2tzIiwic291cmNlIjoiYW5zd2VyIGFuZCBkZXJpdmF0aW9uOiB0ZXN0cy90ZXN0X3ByZWRpY3Rpb25zLnB5IiwidW5pdCI6ImZyYWN0aW9uIiwidmFyaWFibGUiOiJteV9iYXRjaDEwMCJ9", my_batch100)
+
 # %% [answer id=ex_warp]
 def warp_utilization(batch, warp_size=32):
     """Fraction of launched lanes doing work: batch / (warps * warp_size)."""
@@ -467,6 +497,11 @@ plt.show()
 #
 # Write `diagnose(gpu_util, hbm_util, cpu_util, idle_gaps=False, oom=False)` returning one of
 # the five labels. Utilizations are fractions in [0, 1]; anything outside raises `ValueError`.
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # one of the five labels, e.g. "memory-bound"
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoieFY2WDdmNm5uSXRUQit3aTZ6S2JSOE8zbEExNXdESlJBc3pSeFVDb2UvWjJXencyT0laeGV1RFZCUWFiWWM2L1ozUG5mNDNBdmJ6eTVTcG1nTE9obXhLUHdLOW9EYmZRVklLMFg5My9wUEpSN1UzbkpSVzFPTkxEdlRNTkhKbHBEM0RyT3dNdTFrN1BwbWNPeHp4MitXMmV4ZkJreWRicFRiTzNGQkxiQTdUSnBEd1VkSkNoMERuQlI0dXNjbWh6d3p2Q3hmUlJ1eUI1c2xVa2czVkI5NXc9IiwiaGludHMiOlsiV2FsayB0aGUgcnVsZSB0YWJsZSB0b3AgdG8gYm90dG9tOyB0aGUgZmlyc3QgbWF0Y2hpbmcgcm93IHdpbnMuIl0sImtleSI6ImY2ODhmZDkyNjIxYjExNGQ3OGFjODQ5MzFjNGEwOGZjM2JlYjVmM2I0N2U5NTlmMTYzYzdjMGYxMDAwZjI0ZDUiLCJraW5kIjoibGFiZWwiLCJvcHRpb25fdGV4dHMiOltdLCJvcHRpb25zIjpbImRhdGEtYm91bmQiLCJtZW1vcnktYm91bmQiLCJjb21wdXRlLWJvdW5kIiwiY2FwYWNpdHktYm91bmQiLCJvdmVyaGVhZC1ib3VuZCJdLCJwcm9tcHQiOiJSdW4gQjogR1BVIHV0aWxpemF0aW9uIDE4JSB3aXRoIHBlcmlvZGljIGRyb3BzIHRvIHplcm8sIENQVSBwaW5uZWQsIEhCTSBsb3cuIFdoaWNoIGxhYmVsPyIsInFpZCI6Im5iMDNfcDZfbGFiZWwiLCJyZWwiOjFlLTA2LCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiIzM2MwZmJkZDlhYTA2NTc0Iiwic2VjdGlvbiI6IjAzIGJvdHRsZW5lY2tzIiwic291cmNlIjoiYW5zd2VyIGFuZCBkZXJpdmF0aW9uOiB0ZXN0cy90ZXN0X3ByZWRpY3Rpb25zLnB5IiwidW5pdCI6IiIsInZhcmlhYmxlIjoibXlfcHJlZGljdGlvbiJ9", my_prediction)
 
 # %% [answer id=ex_diagnose partial]
 def diagnose(gpu_util, hbm_util, cpu_util, idle_gaps=False, oom=False):

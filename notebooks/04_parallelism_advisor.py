@@ -35,6 +35,7 @@ import math
 import numpy as np
 import matplotlib.pyplot as plt
 from coursekit.grading import checks as ck
+from coursekit.grading import selfcheck as sc  # instant feedback on predictions
 from coursekit.hardware import get_accelerator, get_link
 from coursekit.models import get_model
 from coursekit.units import GB, MS
@@ -75,6 +76,11 @@ for _dp in (1, 8, 64, 1024):
 # have done while 1 GB crosses NVLink? Guess the order of magnitude (10⁹? 10¹¹? 10¹²?).
 
 # %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # your guess, in FLOPs: 1e9, 1e11 or 1e12?
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiamJBVXBjSUpOd05HeTZGMVpkbmJZUEhsUDBFOGtiTHc3YU5OQ25BNHlWTTBuK3BzN0oxTVZKZHVERXVuNk0vaW45U0s2TWpoM2k4RjVTUmRub0N0bHRJSkI0YUwwSGR4RzNVU1BNM3pTRW51MExkalBldGRxMEpDSndSeDV0UjJaYnRhd3I0Qmk4SHVvVUtmamtuWCtMT2dlRWlJQ2tEUXlRPT0iLCJoaW50cyI6WyJUaW1lID0gMWU5IGJ5dGVzIC8gMzAwZTkgYnl0ZXMvczsgbXVsdGlwbHkgYnkgdGhlIHBlYWsgRkxPUC9zLiJdLCJrZXkiOiJHVHdTUks4bjdTaz0iLCJraW5kIjoibnVtYmVyIiwib3B0aW9uX3RleHRzIjpbXSwib3B0aW9ucyI6W10sInByb21wdCI6IkhvdyBtYW55IEZMT1BzIGNvdWxkIGFuIEExMDAgKDMxMmUxMiBGTE9QL3MpIGRvIHdoaWxlIDEgR0IgY3Jvc3NlcyBOVkxpbmsgKDMwMCBHQi9zIHBlciBkaXJlY3Rpb24pPyBPcmRlciBvZiBtYWduaXR1ZGU6IDFlOSwgMWUxMSBvciAxZTEyPyIsInFpZCI6Im5iMDRfcDFfbnZsaW5rX2Zsb3BzIiwicmVsIjowLjUsInJldmVhbF9hZnRlciI6Miwic2FsdCI6IjljOGVjYTQyNjYzMGNmYWEiLCJzZWN0aW9uIjoiMDQgcGFyYWxsZWxpc20gYWR2aXNvciIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiJGTE9QcyIsInZhcmlhYmxlIjoibXlfcHJlZGljdGlvbiJ9", my_prediction)
+
+# %%
 _t = 1 * GB / NVLINK.bandwidth
 print(f"1 GB over NVLink at {NVLINK.bandwidth / GB:.0f} GB/s per direction: {_t / MS:.2f} ms")
 print(f"FLOPs the A100 could have done meanwhile: {_t * A100.peak('bf16'):.3g} FLOP")
@@ -101,6 +107,11 @@ print(f"(with the 600 GB/s two-way headline, as the lesson quotes: {_t_headline 
 #
 # **Predict before you run (chapter Napkin 1.10):** 14 GB of fp16 gradients, 8 workers on a
 # 100 Gb/s (12.5 GB/s) fabric. More or less than the 1 s of compute per step?
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # "more" or "less" than 1 s
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoibTczTElOWmsxbXVGemxjdTBQR0VXc2lsWExSc2tmTnNZY3l5WTNqU2szMEdCcEpzbklDeFo1eWlGb29iV0diMXRtLy9IZU9EcXExeUUrUDRyRTI1R3VLTVRPd3QxLzRadkE0Y0kzZzcxVGdUYVRCbm50YTdzQWs3UCtJYURLb1VrbFNtQWhIWlk4UWhHVWVqclVGZ1RBPT0iLCJoaW50cyI6WyJFYWNoIEdQVSBzZW5kcyAyXHUwMGI3KE4tMSkvTiBcdTAwZDcgUyBieXRlcyBhdCB0aGUgcGVyLWRpcmVjdGlvbiBiYW5kd2lkdGguIl0sImtleSI6IjNmMzkyOWM2YzMxM2M3NGQ3OGRhYTQyODQwZDk4MWIzNDI3NmE4YjlkNGYyZjMyNTQ3OTg2ZmFmZjc4ODY3ZWEiLCJraW5kIjoibGFiZWwiLCJvcHRpb25fdGV4dHMiOltdLCJvcHRpb25zIjpbIm1vcmUiLCJsZXNzIl0sInByb21wdCI6Ik5hcGtpbiAxLjEwOiByaW5nIGFsbC1yZWR1Y2Ugb2YgMTQgR0Igb3ZlciA4IHdvcmtlcnMgYXQgMTIuNSBHQi9zLiBNb3JlIG9yIGxlc3MgdGhhbiAxIHMgb2YgY29tcHV0ZT8iLCJxaWQiOiJuYjA0X3AyX2FsbHJlZHVjZV92c19jb21wdXRlIiwicmVsIjoxZS0wNiwicmV2ZWFsX2FmdGVyIjoyLCJzYWx0IjoiODBhOWE1YzRlOTk5ZDYyOCIsInNlY3Rpb24iOiIwNCBwYXJhbGxlbGlzbSBhZHZpc29yIiwic291cmNlIjoiYW5zd2VyIGFuZCBkZXJpdmF0aW9uOiB0ZXN0cy90ZXN0X3ByZWRpY3Rpb25zLnB5IiwidW5pdCI6IiIsInZhcmlhYmxlIjoibXlfcHJlZGljdGlvbiJ9", my_prediction)
 
 # %% [answer id=ex_ring partial]
 def ring_allreduce_time(size_bytes, n, bandwidth, latency=0.0):
@@ -160,6 +171,13 @@ ck.check_raises(ring_allreduce_time, 1e9, 4, 0, name="ring_allreduce_time(bandwi
 #
 # **Predict before you run (lab Part 1):** moving from 8 to 64 nodes, does the step time
 # drop by exactly 8×? Which link makes the gap smaller, 10 GbE or InfiniBand 400G?
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_exactly_8x  = None  # True or False
+my_better_link = None  # "10GbE" or "InfiniBand"
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiSHBpOXFEbi9nK2pSdTIxNVdWYjhJMUNGYnEwU3J2KzhTREV2RjdrSzZWZThMZkFrS3k2L1I1L1ZTY3p1a3BQb1ZPSVk4ODVjNjk0OUxodllQVnpGNmYrK0JrU2hobEF6TkQxNDNFREJBTUxKSVB2Q1dpODdyOHpQUStRanJGb1dEWHl0L2lSOXhrRStyS0ppKytYaWZtZGUwOG10SlU2M0FFL3NwM0dpaENqOXNMZWJUcjczVy9KQStKZE5qVU5MK2hOWFV6LzQiLCJoaW50cyI6WyJDb21wdXRlIHNocmlua3MgYXMgMS9OOyB3aGF0IGhhcHBlbnMgdG8gdGhlIGFsbC1yZWR1Y2UgdGltZSBhcyBOIGdyb3dzPyJdLCJrZXkiOiI5ZWQzOTM4ODVlOTVjNTkwYTA5ZWFiOGQ3Y2UxMmE4MzVjNWQ5YTY2MGExYWE0ZDU2NTI2MTE3N2M1MjdkNWEzIiwia2luZCI6ImJvb2wiLCJvcHRpb25fdGV4dHMiOltdLCJvcHRpb25zIjpbXSwicHJvbXB0IjoiTW92aW5nIGZyb20gOCB0byA2NCBkYXRhLXBhcmFsbGVsIG5vZGVzOiBkb2VzIHRoZSBzdGVwIHRpbWUgZHJvcCBieSBleGFjdGx5IDh4PyIsInFpZCI6Im5iMDRfcDNfZXhhY3RseV84eCIsInJlbCI6MWUtMDYsInJldmVhbF9hZnRlciI6Miwic2FsdCI6ImJlNzQ4ODE5NjBjZDg5YjQiLCJzZWN0aW9uIjoiMDQgcGFyYWxsZWxpc20gYWR2aXNvciIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiIiLCJ2YXJpYWJsZSI6Im15X2V4YWN0bHlfOHgifQ==", my_exactly_8x)
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiaFIrZHNXRnRUcjRjUGQxTzQ0aFB5K3RlTmQwNzgrRmJoRFFtRTZQZmVjVjhCZ3JkWTJ5YTFpM2tZc1VDdnhjOUVIbFBvSk9VUE9wYVk4anJUTitBN2hzTm5KMWdJVWFLODR4cHhuREVlenhhdWNkSlZMUVpmaXd5NGRIUU9WL0srQXdVenc3VUQ1ZUlvQkNKczAvT1VXbDZ1S1pnTi9HM2VIbFJaZ3o1WjBwNVpoUWo3N3pnaisyTjRCc0xuMzRZV0xrPSIsImhpbnRzIjpbIlRoZSBnYXAgaXMgdGhlIGNvbW11bmljYXRpb24gdGltZTsgd2hpY2ggbGluayBtb3ZlcyAzIEdCIGZhc3Rlcj8iXSwia2V5IjoiMjQ5MGU2OWYxYmU5MTZiY2IxNzE3ZmY0YzMxOGE5NWJjZDFjYTcwMTY0YTEyOGY0MTE5YjM5ODFkMGFkYzUxMCIsImtpbmQiOiJsYWJlbCIsIm9wdGlvbl90ZXh0cyI6W10sIm9wdGlvbnMiOlsiMTBHYkUiLCJJbmZpbmlCYW5kIl0sInByb21wdCI6IldoaWNoIGxpbmsgbWFrZXMgdGhlIGdhcCB0byA4eCBzbWFsbGVyOiAxMEdiRSBvciBJbmZpbmlCYW5kICg0MDBHKT8iLCJxaWQiOiJuYjA0X3AzX2JldHRlcl9saW5rIiwicmVsIjoxZS0wNiwicmV2ZWFsX2FmdGVyIjoyLCJzYWx0IjoiODY4OWU2MDM5MTQ0ZmI2MCIsInNlY3Rpb24iOiIwNCBwYXJhbGxlbGlzbSBhZHZpc29yIiwic291cmNlIjoiYW5zd2VyIGFuZCBkZXJpdmF0aW9uOiB0ZXN0cy90ZXN0X3ByZWRpY3Rpb25zLnB5IiwidW5pdCI6IiIsInZhcmlhYmxlIjoibXlfYmV0dGVyX2xpbmsifQ==", my_better_link)
 
 # %% [answer id=ex_efficiency partial]
 def scaling_efficiency(t1, tn, n):
@@ -265,6 +283,13 @@ print(f"tensor parallel stretched to tp=16 over InfiniBand: {_tp_ib:.1f} s per m
 #
 # **Predict before you run:** with 4 stages and 1 micro-batch, what share of GPU time is idle?
 # How many micro-batches bring the bubble under 10 %?
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_idle_share   = None  # your guess, as a fraction (e.g. 0.5 for 50%)
+my_microbatches = None  # your guess, a whole number of micro-batches
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiRUYyZlNMa0pJd3loMVBTNmtuSW5BWVZHbitDd1F3ck1SaG9TUm84bnVmb2h3SUFWOWJjbGc3blZuS0hlclRCQURvMmU1cVArRVBHaENXZHh3ejg1RlZxb0VnPT0iLCJoaW50cyI6WyJidWJibGUgPSAocC0xKS8odlx1MDBiN20gKyBwLTEpIHdpdGggdiA9IDEuIFdyaXRlIGEgZnJhY3Rpb24sIGUuZy4gMC41IGZvciA1MCUuIl0sImtleSI6ImtzeTJGZU5NOVBZPSIsImtpbmQiOiJudW1iZXIiLCJvcHRpb25fdGV4dHMiOltdLCJvcHRpb25zIjpbXSwicHJvbXB0IjoiNCBwaXBlbGluZSBzdGFnZXMsIDEgbWljcm8tYmF0Y2g6IHdoYXQgc2hhcmUgb2YgR1BVIHRpbWUgaXMgaWRsZT8iLCJxaWQiOiJuYjA0X3A0X2J1YmJsZSIsInJlbCI6MC4wMiwicmV2ZWFsX2FmdGVyIjoyLCJzYWx0IjoiYjliZjdjMDI1NWI0NWRkNiIsInNlY3Rpb24iOiIwNCBwYXJhbGxlbGlzbSBhZHZpc29yIiwic291cmNlIjoiYW5zd2VyIGFuZCBkZXJpdmF0aW9uOiB0ZXN0cy90ZXN0X3ByZWRpY3Rpb25zLnB5IiwidW5pdCI6ImZyYWN0aW9uIiwidmFyaWFibGUiOiJteV9pZGxlX3NoYXJlIn0=", my_idle_share)
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjUsImV4cGxhbmF0aW9uIjoielppWFp4OFNMbjVlbUdTUjdrN1BDczRhSzJFZjhKREVSVHQ3elI2NlFLUHhqTGtTdGgxbnFyMzB3Smx3TWYvR3FqTU9OdHVvMjlRcytkUjJDa05KanA5MmV6dFk5Mnp5Kzh6ZXBTdDVuWUsxaTdhNlBTS0VXRndjMWVvPSIsImhpbnRzIjpbIlNvbHZlIDMvKG0rMykgPCAwLjEgZm9yIHRoZSBzbWFsbGVzdCBpbnRlZ2VyIG07IHdhdGNoIHRoZSBib3VuZGFyeS4iXSwia2V5IjoidktGcWhzQ1RxWnc9Iiwia2luZCI6Im51bWJlciIsIm9wdGlvbl90ZXh0cyI6W10sIm9wdGlvbnMiOltdLCJwcm9tcHQiOiI0IHBpcGVsaW5lIHN0YWdlczogaG93IG1hbnkgbWljcm8tYmF0Y2hlcyBicmluZyB0aGUgYnViYmxlIHVuZGVyIDEwJT8iLCJxaWQiOiJuYjA0X3A0X21pY3JvYmF0Y2hlcyIsInJlbCI6MC4wLCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiI3ZjliZDQzZDQyNDQ5OTM1Iiwic2VjdGlvbiI6IjA0IHBhcmFsbGVsaXNtIGFkdmlzb3IiLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoibWljcm8tYmF0Y2hlcyIsInZhcmlhYmxlIjoibXlfbWljcm9iYXRjaGVzIn0=", my_microbatches)
 
 # %% [answer id=ex_bubble partial]
 def bubble_fraction(p, m, v=1):
@@ -542,7 +567,12 @@ plt.show()
 # `"full"`).
 #
 # **Predict before you play:** does pipeline parallelism increase or decrease the total bytes
-# of weights across the cluster? (It changes only where they live: each stage holds 1/pp.)
+# of weights across the cluster?
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # "increase", "decrease" or "neither"
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiOER3U3I0eGtDVkFaK1RmdUNFWlQ4S2laNmtSODIyOTRva1dOcHd1cXpYdVFQMDg0UmJsMmRDczBKL2Y0cmRXRm1OZE5vRFk0dlRSNlowN0RzMVpLTHBEbjNzMDBDWGtpbC9ubFdqdHRKU3FReHk3aDNpQkd3eFRJc0I3cFRaUXJmU3B6b1d2VThjTFZUNUhhS0dzaHFPSjFpQzg2c0loSUw2YkVzOVBGcVdXSiIsImhpbnRzIjpbIkVhY2ggc3RhZ2UgaG9sZHMgYSBkaWZmZXJlbnQgYmxvY2sgb2Ygd2hvbGUgbGF5ZXJzLiJdLCJrZXkiOiIyMzdmZTUwZmM1YmZhYTliN2VjMzA2NWQ3MTU4ZTk3MTQzZmNiNmY2MmIwNjQzOTM3ZDhjMzZlZDk0ZjYxZjgwIiwia2luZCI6ImxhYmVsIiwib3B0aW9uX3RleHRzIjpbXSwib3B0aW9ucyI6WyJpbmNyZWFzZSIsImRlY3JlYXNlIiwibmVpdGhlciJdLCJwcm9tcHQiOiJEb2VzIHBpcGVsaW5lIHBhcmFsbGVsaXNtIGluY3JlYXNlIG9yIGRlY3JlYXNlIHRoZSB0b3RhbCBieXRlcyBvZiB3ZWlnaHRzIGFjcm9zcyB0aGUgY2x1c3Rlcj8iLCJxaWQiOiJuYjA0X3A3X3BwX3dlaWdodF9ieXRlcyIsInJlbCI6MWUtMDYsInJldmVhbF9hZnRlciI6Miwic2FsdCI6ImY0YzI3YmNlZGIzZGE3MTAiLCJzZWN0aW9uIjoiMDQgcGFyYWxsZWxpc20gYWR2aXNvciIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiIiLCJ2YXJpYWJsZSI6Im15X3ByZWRpY3Rpb24ifQ==", my_prediction)
 
 # %%
 _puzzle = ref_adv.make_job("gpt3-175b", 64, "A100-80GB", 8, "NVLink-A100", "InfiniBand-HDR",
@@ -586,6 +616,9 @@ ck.check_exact(_state + _actv <= 80e9, True, name="fits in 80 GB")
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# Pipeline parallelism neither adds nor removes weight bytes: it changes only where they
+# live (each stage holds 1/pp of the layers).
+#
 # One answer: `tp=8, pp=8, dp=1, b=1, m=64, selective` (75 GB, bubble 9.9 %). Another:
 # `tp=8, pp=4, dp=2, b=1, m=32, full` (59 GB, bubble 8.6 %, but full recomputation costs an
 # extra forward pass). **Reflect (lab):** "your MFU is only 20 %." Which knob reclaims the idle
@@ -604,6 +637,13 @@ ck.check_exact(_state + _actv <= 80e9, True, name="fits in 80 GB")
 #
 # **Predict before you run:** with 5 % stragglers at 3× slowdown, what share of 64-worker
 # steps contain at least one straggler? Will async SGD have higher samples per second?
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_straggler_share = None  # your guess, as a fraction (e.g. 0.5 for 50%)
+my_async_faster    = None  # True or False
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiTU5Wdm9FNXJ4QXQyaWg5Tnh6M2VBWFUyS0JuZFIwaDVHd0RvdkdZdzRGUGZkcnUvcFlUQkhBQmptRjk0UFBnN25iSFBIa0JId0djaGdLOUR6YXE3OHFWT2JjNGhNUVR3Z3RMZnB2elIzdVdlR2UrVW5uT2Jndk1TL2d2SWh2M01QOWxjMm02NkJqcFVIN3hzN3U5cVlBV1BsUlNGRlMxd3ZrNmIvaFJ6Y2VGVSIsImhpbnRzIjpbIlAobm9ib2R5IHN0cmFnZ2xlcykgPSAoMSAtIHEpXk4uIFdyaXRlIGEgZnJhY3Rpb24sIGUuZy4gMC41IGZvciA1MCUuIl0sImtleSI6Im1pTnFicHFndlJVPSIsImtpbmQiOiJudW1iZXIiLCJvcHRpb25fdGV4dHMiOltdLCJvcHRpb25zIjpbXSwicHJvbXB0IjoiNSUgc3RyYWdnbGVycyBwZXIgd29ya2VyOiB3aGF0IHNoYXJlIG9mIDY0LXdvcmtlciBzdGVwcyBjb250YWluIGF0IGxlYXN0IG9uZSBzdHJhZ2dsZXI_IiwicWlkIjoibmIwNF9wOF9zdHJhZ2dsZXJfc2hhcmUiLCJyZWwiOjAuMDMsInJldmVhbF9hZnRlciI6Miwic2FsdCI6ImMzM2YwMjBiMGU5YzcyMTgiLCJzZWN0aW9uIjoiMDQgcGFyYWxsZWxpc20gYWR2aXNvciIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiJmcmFjdGlvbiIsInZhcmlhYmxlIjoibXlfc3RyYWdnbGVyX3NoYXJlIn0=", my_straggler_share)
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiWU1nS2FmM1FaUllUamowM1kxcHUveGVobFhDOVhYS3ZkMzhPV0x3K1NnMnYrMktaS1BjaXY1S1dHaGpQQ0d5WTZpelRqZFF4dTRFMG5xVnNtMFFqU2RpeE15alJUSmRvY3FKUDBGMHA5bjlFNVlOME40emZ6a0NkYkRCRDE2ejdKbHA5T1ZPZitTTXU1ZUZoV00yanBLL3c5clJjTUZ3UUsvTzZZN0MyRi9ldXk1amV1SXFHUHZCRE9FMDBhUDFYcHU3SFlsRDEiLCJoaW50cyI6WyJXaG8gZG9lcyBhc3luYyBTR0Qgd2FpdCBmb3IgYXQgZWFjaCB1cGRhdGU_Il0sImtleSI6IjU0N2RiODA4ODM5OGM1ODhjYjJiOTQyNDZlY2E1YmFkMGIxYWU1YzVlNDBkODFlOTI2YjdhYzQxNjExM2Q0NWEiLCJraW5kIjoiYm9vbCIsIm9wdGlvbl90ZXh0cyI6W10sIm9wdGlvbnMiOltdLCJwcm9tcHQiOiJXaWxsIGFzeW5jIFNHRCBoYXZlIGhpZ2hlciBzYW1wbGVzIHBlciBzZWNvbmQgdGhhbiBzeW5jaHJvbm91cyBTR0Q_IiwicWlkIjoibmIwNF9wOF9hc3luY19mYXN0ZXIiLCJyZWwiOjFlLTA2LCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiJlYzYyOGViZDAyMjM0MTBkIiwic2VjdGlvbiI6IjA0IHBhcmFsbGVsaXNtIGFkdmlzb3IiLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoiIiwidmFyaWFibGUiOiJteV9hc3luY19mYXN0ZXIifQ==", my_async_faster)
 
 # %% [answer id=ex_sync partial]
 def expected_sync_step_time(n_workers, base_time, straggler_prob, slowdown):

@@ -35,6 +35,7 @@ import math
 import numpy as np
 import matplotlib.pyplot as plt
 from coursekit.grading import checks as ck
+from coursekit.grading import selfcheck as sc  # instant feedback on predictions
 from coursekit.serving import speculative as ref_spec
 from coursekit.serving import toy_lm
 from coursekit.units import MS
@@ -67,6 +68,11 @@ print(f"coursekit {coursekit.__version__}")
 # has one more entry (the position after the last draft), emit that **bonus** token.
 #
 # **Predict before you run:** how many tokens does that one target pass emit: 3 or 4?
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # your guess: 3 or 4 tokens?
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjUsImV4cGxhbmF0aW9uIjoiZ0FicDh2NjBpS3lkSml4My9RUUoxNDhJZ0s2M1F4QVo4WUVkaVdsN2JyWlJkRUk4ODA2U1VMcmVUQ3RrbkV2TjlyeERVZjJHdHl1dm83R0Q1RW53SXRaM0pYUlh2N2FkN1JtUjZGYzUweUE3Y0hESTZ5S0ZJTzRNM1VuNWZmTjdlQU9maDcrc1B5dktDQ1ZxdjRyb3BrOGU0dUtaOHJ0emY0NnpLN0cwU3RWZUVwYzdCcXY1NmozaFBkc2FHNUVUOHBHOSIsImhpbnRzIjpbIkNvdW50IHRoZSBhY2NlcHRlZCBwcmVmaXgsIHRoZW4gYXNrIHdoYXQgdGhlIHZlcmlmeWluZyBwYXNzIGFscmVhZHkgY29tcHV0ZWQgYXQgdGhlIGZpcnN0IG1pc21hdGNoLiJdLCJrZXkiOiJaSUZUMDAwLzl5Zz0iLCJraW5kIjoibnVtYmVyIiwib3B0aW9uX3RleHRzIjpbXSwib3B0aW9ucyI6W10sInByb21wdCI6IkRyYWZ0IFtQYXJpcyAsIGFuZCB0aGUgY2l0eV0sIHRhcmdldCBbUGFyaXMgLCBhbmQgaXQgLi4uXTogaG93IG1hbnkgdG9rZW5zIGRvZXMgdGhlIG9uZSB0YXJnZXQgcGFzcyBlbWl0LCAzIG9yIDQ_IiwicWlkIjoibmIwNV9wMl90b2tlbnNfZW1pdHRlZCIsInJlbCI6MC4wLCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiI1YmI2MWUwMTE1Y2I4OTEzIiwic2VjdGlvbiI6IjA1IHNwZWN1bGF0aXZlIGRlY29kaW5nIiwic291cmNlIjoiYW5zd2VyIGFuZCBkZXJpdmF0aW9uOiB0ZXN0cy90ZXN0X3ByZWRpY3Rpb25zLnB5IiwidW5pdCI6InRva2VucyIsInZhcmlhYmxlIjoibXlfcHJlZGljdGlvbiJ9", my_prediction)
 
 # %% [answer id=ex_verify_greedy partial]
 def verify_greedy_tokens(draft_tokens, target_tokens):
@@ -132,6 +138,13 @@ ck.check_exact(list(_r[1]), ["a", "x"], name="emitted, match after mismatch")
 # \qquad (= k+1 \text{ at } \alpha = 1).$$
 #
 # **Predict:** with α = 0.8, how many tokens per pass do k = 3 drafts give? And k = 100?
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_tokens_k3   = None  # your guess, tokens per target pass at k = 3
+my_tokens_k100 = None  # your guess, tokens per target pass at k = 100
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoicmVVLzZBNndRM0dtWWN5NHNFZFZMQll5Q200cEJXTjFnakRDVmxEMXQ4b3djYWhmOUxod0Ryd25xQ3dwOTdvNy8xWGdhb2NvdkV6OXRvM3NaTnFwLzFZV29IMDR5OVorIiwiaGludHMiOlsiU3VtIDEgKyBhbHBoYSArIGFscGhhXHUwMGIyICsgLi4uICsgYWxwaGFeay4iXSwia2V5IjoiVm1Id2w1cEk5a3c9Iiwia2luZCI6Im51bWJlciIsIm9wdGlvbl90ZXh0cyI6W10sIm9wdGlvbnMiOltdLCJwcm9tcHQiOiJhbHBoYSA9IDAuOCwgayA9IDMgZHJhZnRzOiBleHBlY3RlZCB0b2tlbnMgcGVyIHRhcmdldCBwYXNzPyIsInFpZCI6Im5iMDVfcDNfdG9rZW5zX2szIiwicmVsIjowLjAzLCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiI4OGIzNjMwY2Y4MmIwODYyIiwic2VjdGlvbiI6IjA1IHNwZWN1bGF0aXZlIGRlY29kaW5nIiwic291cmNlIjoiYW5zd2VyIGFuZCBkZXJpdmF0aW9uOiB0ZXN0cy90ZXN0X3ByZWRpY3Rpb25zLnB5IiwidW5pdCI6InRva2VucyIsInZhcmlhYmxlIjoibXlfdG9rZW5zX2szIn0=", my_tokens_k3)
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiK05qNm1pVDR2NDNnZ0thNk0vS3RYa1N6TnFXN0hVbEtSUzNhQ2RBQlJXeDlqcGFJQWVnd0MzcXE0amNGRmMvSitNTHdUVmI3RUs2ZU1nRUg1TG8zVGpvOHYwUU9lQVhhZnJ5UVU3T3lRUVY0UzBwQ01MYUpON2ZQdHRvLzkwZlRnWXBHdFBicFp6NzVmWmRDaW5aS0pIVW1tc3BFNWM0PSIsImhpbnRzIjpbIkEgZ2VvbWV0cmljIHNlcmllcyB3aXRoIHJhdGlvIGFscGhhIGNvbnZlcmdlczogd2hhdCBpcyBpdHMgbGltaXQ_Il0sImtleSI6Ik15T0RFTy94YWIwPSIsImtpbmQiOiJudW1iZXIiLCJvcHRpb25fdGV4dHMiOltdLCJvcHRpb25zIjpbXSwicHJvbXB0IjoiYWxwaGEgPSAwLjgsIGsgPSAxMDAgZHJhZnRzOiBleHBlY3RlZCB0b2tlbnMgcGVyIHRhcmdldCBwYXNzPyIsInFpZCI6Im5iMDVfcDNfdG9rZW5zX2sxMDAiLCJyZWwiOjAuMDMsInJldmVhbF9hZnRlciI6Miwic2FsdCI6ImM1MzQwYjk0ZmYxNTZlNTMiLCJzZWN0aW9uIjoiMDUgc3BlY3VsYXRpdmUgZGVjb2RpbmciLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoidG9rZW5zIiwidmFyaWFibGUiOiJteV90b2tlbnNfazEwMCJ9", my_tokens_k100)
 
 # %% [answer id=ex_expected_tokens partial]
 def expected_tokens(alpha, k):
@@ -299,6 +312,11 @@ plt.show()
 #
 # **Predict:** at α = 0.8 and c = 0.1, is the best k closer to 2, 6 or 12?
 
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # your guess for the best k: 2, 6 or 12?
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjUsImV4cGxhbmF0aW9uIjoibUIzVWt6Uk56cmRaTmdNa2U4QVJWYWw5K2E3L0ViTk1kTE1pVjBFTDhibHVhQmlzTkRUQVIwYTV4RTBXYzBQV20zeXdqdFpRZ1E5YjBxMVF1MW50WDdPclkxS05QZWsyVEg2cW1KZjVELzdFVU04ZHd1UnJaYmNvd1A4dENmZGw5L0hiUmJ1NVBkRTgvckR5ODF0Q3FJS1pXTXpRb1cwdHRnPT0iLCJoaW50cyI6WyJFdmFsdWF0ZSAoMSAtIGFscGhhXihrKzEpKSAvICgoMSAtIGFscGhhKShrXHUwMGI3YyArIDEpKSBmb3IgYSBmZXcgay4iXSwia2V5IjoiWTJqamQvamk1cjQ9Iiwia2luZCI6Im51bWJlciIsIm9wdGlvbl90ZXh0cyI6W10sIm9wdGlvbnMiOltdLCJwcm9tcHQiOiJhbHBoYSA9IDAuOCwgYyA9IDAuMTogaXMgdGhlIGJlc3QgZHJhZnQgbGVuZ3RoIGNsb3NlciB0byAyLCA2IG9yIDEyPyIsInFpZCI6Im5iMDVfcDZfYmVzdF9rIiwicmVsIjowLjAsInJldmVhbF9hZnRlciI6Miwic2FsdCI6IjBhMTM1NDcxNTE0Y2U3N2YiLCJzZWN0aW9uIjoiMDUgc3BlY3VsYXRpdmUgZGVjb2RpbmciLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoiZHJhZnRzIiwidmFyaWFibGUiOiJteV9wcmVkaWN0aW9uIn0=", my_prediction)
+
 # %% [answer id=ex_best_k partial]
 def best_draft_length(alpha, c, k_max=32):
     """The k in 1..k_max with the largest walltime speedup (the smallest such k on ties)."""
@@ -371,6 +389,13 @@ plt.show()
 #
 # **Predict:** p = [0.5, 0.3, 0.2], q = [0.2, 0.5, 0.3] and the draft x = 1. With which
 # probability is x accepted, and which token replaces it when it is rejected?
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_accept_prob       = None  # your guess, a probability
+my_replacement_token = None  # your guess, a token index: 0, 1 or 2
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoidWU1YWtqVFRvNWZodlRzV0lWZXM1YW9uZzVMNThnPT0iLCJoaW50cyI6WyJBY2NlcHQgd2l0aCBwcm9iYWJpbGl0eSBtaW4oMSwgcCh4KS9xKHgpKS4iXSwia2V5IjoiZ0psNkkzWlZBL3M9Iiwia2luZCI6Im51bWJlciIsIm9wdGlvbl90ZXh0cyI6W10sIm9wdGlvbnMiOltdLCJwcm9tcHQiOiJwID0gWzAuNSwgMC4zLCAwLjJdLCBxID0gWzAuMiwgMC41LCAwLjNdLCBkcmFmdCB4ID0gMTogcHJvYmFiaWxpdHkgdGhhdCB4IGlzIGFjY2VwdGVkPyIsInFpZCI6Im5iMDVfcDdfYWNjZXB0X3Byb2IiLCJyZWwiOjAuMDIsInJldmVhbF9hZnRlciI6Miwic2FsdCI6IjgzNGFlMmI1NGUwZTRlMjgiLCJzZWN0aW9uIjoiMDUgc3BlY3VsYXRpdmUgZGVjb2RpbmciLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoicHJvYmFiaWxpdHkiLCJ2YXJpYWJsZSI6Im15X2FjY2VwdF9wcm9iIn0=", my_accept_prob)
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjUsImV4cGxhbmF0aW9uIjoiYnJob09URUxhSWtMbkZscTBHbWxjWDhSVXM0OXZCR1RsYmM4dkhrSDFuNWlpYmwxWkRZQkdwbFdRdGdwUWYvdkU0a3haTlZLZ2tJOVBpNEdVREswUlgzc0xjV3JhRGlUWTl1ZFZiRmkrWHpEZFVxNWF0S1RMUXVuWm9hMDNrWjJRVVhjUW9jZk9HVGhJVk09IiwiaGludHMiOlsiU2FtcGxlIGZyb20gdGhlIHJlc2lkdWFsIG1heCgwLCBwIC0gcSksIG5vcm1hbGl6ZWQuIl0sImtleSI6Ilh3RWtaZEFhVEk0PSIsImtpbmQiOiJudW1iZXIiLCJvcHRpb25fdGV4dHMiOltdLCJvcHRpb25zIjpbXSwicHJvbXB0IjoiU2FtZSBwLCBxIGFuZCB4ID0gMTogd2hpY2ggdG9rZW4gaW5kZXggcmVwbGFjZXMgeCB3aGVuIGl0IGlzIHJlamVjdGVkPyIsInFpZCI6Im5iMDVfcDdfcmVwbGFjZW1lbnQiLCJyZWwiOjAuMCwicmV2ZWFsX2FmdGVyIjoyLCJzYWx0IjoiODQzMDJmYzdhMTMwYmQwMyIsInNlY3Rpb24iOiIwNSBzcGVjdWxhdGl2ZSBkZWNvZGluZyIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiJ0b2tlbiBpbmRleCIsInZhcmlhYmxlIjoibXlfcmVwbGFjZW1lbnRfdG9rZW4ifQ==", my_replacement_token)
 
 # %% [answer id=ex_spec_sample]
 def speculative_sample(p, q, x, u_accept, u_resample):
@@ -505,6 +530,11 @@ plt.show()
 # $$\frac{s + E\,e\,\bigl(1 - (1 - t/E)^k\bigr)}{s + t\,e}.$$
 #
 # **Predict:** for Mixtral at k = 5, is this ratio about 1, 2.8, or 8?
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # your guess for the ratio: 1, 2.8 or 8?
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiclM1ZGNYeDVZVDBJRlBObEJKYXgrWWZGd1UwUGtrZ0Nmd0I1bHRuQVJoNFk1SEkvc1FCOGI3MUNKVm82eGVDVktYRXVCUEF6TngvYzRTenBDMy8xdk1scXorNmx6STV5ci8zeThnOE5JSHlucmhuMmJaUWtFZmJpVmZNWDBTQTRIWkplQVlYSnl0bDNpWitsUVRBakFBYllKR09OMFlXQ3JJTjV0M3lqIiwiaGludHMiOlsiZSA9ICg0N0IgLSAxM0IpLzYgcGVyIGV4cGVydCwgcyA9IDEzQiAtIDJlIHNoYXJlZDsgYW4gZXhwZXJ0IGlzIHVudG91Y2hlZCBieSBrIHRva2VucyB3aXRoIHByb2JhYmlsaXR5ICgxIC0gMi84KV5rLiJdLCJrZXkiOiJEajdBMHNXNHlTVT0iLCJraW5kIjoibnVtYmVyIiwib3B0aW9uX3RleHRzIjpbXSwib3B0aW9ucyI6W10sInByb21wdCI6Ik1peHRyYWwgKDQ3QiB0b3RhbCwgMTNCIGFjdGl2ZSwgdG9wLTIgb2YgOCBleHBlcnRzKSwgayA9IDUgdG9rZW5zOiBieXRlcyByZWFkIHJlbGF0aXZlIHRvIGEgb25lLXRva2VuIHBhc3MsIGFib3V0IDEsIDIuOCBvciA4PyIsInFpZCI6Im5iMDVfcDlfbW9lX3JhdGlvIiwicmVsIjowLjEsInJldmVhbF9hZnRlciI6Miwic2FsdCI6IjdiNmRhMWIxOWZiY2U5YTYiLCJzZWN0aW9uIjoiMDUgc3BlY3VsYXRpdmUgZGVjb2RpbmciLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoieCBvbmUtdG9rZW4gcGFzcyIsInZhcmlhYmxlIjoibXlfcHJlZGljdGlvbiJ9", my_prediction)
 
 # %% [answer id=ex_moe]
 def moe_verify_ratio(k, n_experts, top_k, total_params, active_params):

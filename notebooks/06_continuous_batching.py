@@ -41,6 +41,7 @@ import math
 import numpy as np
 import matplotlib.pyplot as plt
 from coursekit.grading import checks as ck
+from coursekit.grading import selfcheck as sc  # instant feedback on predictions
 from coursekit.serving import batching as ref_batching
 from coursekit.serving import kv_cache as ref_kv
 from coursekit.viz import batching as viz
@@ -67,6 +68,11 @@ print(f"Exercise 3 lengths (tokens): {EX3_LENGTHS[:10]} ... total {sum(EX3_LENGT
 # The formulas for one static batch of $B$ slots:
 # $$\text{wasted} = B \cdot \max_i L_i - \sum_i L_i, \qquad
 #   \text{utilization} = \frac{\sum_i L_i}{B \cdot \max_i L_i}.$$
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # your guess, as a fraction: 0.25, 0.45, 0.75 or 0.95?
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiOTVDZmh2MlhKbHhZcTJYNkxwL0hySVFmSVZIZml2bGNyc0J6UWU5RHBhU3hYb1VEK3piMkZZeHVWUUk5UG4wSHNST09xSEJVQWUvdnRQdUgzaDJUZFYvaWU1dE9qRTFhQlJOV0xsWElMWnZ6WlhySUpuRTQ3N056VGFlbkJFTjRJZ2ZKbFdxbWQ5Um0iLCJoaW50cyI6WyJVc2VmdWwgc2xvdHMgPSB0aGUgc3VtIG9mIHRoZSBsZW5ndGhzLiBXcml0ZSBhIGZyYWN0aW9uLCBlLmcuIDAuNSBmb3IgNTAlLiJdLCJrZXkiOiJBZWhiaUxTRm5CQT0iLCJraW5kIjoibnVtYmVyIiwib3B0aW9uX3RleHRzIjpbXSwib3B0aW9ucyI6W10sInByb21wdCI6Ikxlbmd0aHMgMjAsIDQ1LCAyMDAsIDE1LCA4MCwgMTUwLCAzMCwgMjAwIGluIG9uZSBzdGF0aWMgYmF0Y2ggb2YgODogd2hhdCBmcmFjdGlvbiBvZiB0aGUgMTYwMCB0b2tlbi1zbG90cyBwcm9kdWNlZCBhIHVzZWZ1bCB0b2tlbjogMC4yNSwgMC40NSwgMC43NSBvciAwLjk1PyIsInFpZCI6Im5iMDZfcDFfdXNlZnVsX2ZyYWN0aW9uIiwicmVsIjowLjEsInJldmVhbF9hZnRlciI6Miwic2FsdCI6IjZkYjIzZDE1YWNhODdhNTAiLCJzZWN0aW9uIjoiMDYgY29udGludW91cyBiYXRjaGluZyIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiJmcmFjdGlvbiIsInZhcmlhYmxlIjoibXlfcHJlZGljdGlvbiJ9", my_prediction)
 
 # %% [answer id=ex_static_batch partial]
 def wasted_token_slots(lengths, batch_size):
@@ -169,6 +175,11 @@ ck.check_raises(wasted_token_slots, [5], 0, name="wasted_token_slots, batch_size
 # **Predict:** for Exercise 3's 50 requests with 8 slots, will utilization be above or below
 # the 46% of Part 1?
 
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # "above" or "below" 46%
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiY3JvRmlKN3RkcG93ZWZFLzg5OVVERktGSEFVLzdINFZtT0FnSGt1dFAwN0UxWTVyQjk3TlBRdWVJUUhldE5GbUtZaE1Na3VoZ1ppaVdTbzlLTG11clAwS0VoN21mbndyRkoyV2FGajM2dEtIM24zQWNGUjdPMWdXUnFmMG9ickVZRmdWUEVXdmJvY3VGOW0rMktFbXlPVi8iLCJoaW50cyI6WyJVdGlsaXphdGlvbiBkZXBlbmRzIG9uIGhvdyBmYXIgdGhlIGxlbmd0aHMgaW4gZWFjaCBncm91cCBvZiA4IHNwcmVhZCBiZWxvdyB0aGUgZ3JvdXAncyBsb25nZXN0LiJdLCJrZXkiOiIyY2Q3YmZkN2E4NjI4ZjExZjM0ZmU1OTYyMWJjNjYyMmM1MzJjMGY2OTY4NzdlNDRlNjhjMTBlY2IyZWY4YWRlIiwia2luZCI6ImxhYmVsIiwib3B0aW9uX3RleHRzIjpbXSwib3B0aW9ucyI6WyJhYm92ZSIsImJlbG93Il0sInByb21wdCI6IkV4ZXJjaXNlIDMncyA1MCByZXF1ZXN0cyB3aXRoIDggc3RhdGljIHNsb3RzOiB1dGlsaXphdGlvbiBhYm92ZSBvciBiZWxvdyBQYXJ0IDEncyA0NiU_IiwicWlkIjoibmIwNl9wM19hYm92ZV9iZWxvdyIsInJlbCI6MWUtMDYsInJldmVhbF9hZnRlciI6Miwic2FsdCI6Ijk0NzI4ZWE3MzQyNGFjYTYiLCJzZWN0aW9uIjoiMDYgY29udGludW91cyBiYXRjaGluZyIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiIiLCJ2YXJpYWJsZSI6Im15X3ByZWRpY3Rpb24ifQ==", my_prediction)
+
 # %% [answer id=ex_static_sim partial]
 def simulate_static_steps(lengths, batch_size):
     """Static batching in the token-step model (rules at the top of the notebook).
@@ -239,6 +250,11 @@ ck.check_raises(simulate_static_steps, [3, 1], 0, name="simulate_static_steps, b
 #
 # **Predict:** how many steps will the 50 requests take with continuous batching: about 95%,
 # 80% or 60% of the static total?
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # your guess, as a fraction of the static total: 0.95, 0.8 or 0.6?
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiTm0wcTR5RTI2WlMvaVZiUURxeWI0enAwMHdCdUtBSDRyWDZadkwraUE5TVlJQ0JtNGJSOTgyUWdhaFEvaEhiUEVzelN1cjQvQUFyYjdoVjRMcUJBUitBc05QbjZ4WjFDeHdPRUlIbXhJcGFldzJGc1RmOXRoWUd4V2VETiIsImhpbnRzIjpbIkNvbnRpbnVvdXMgYmF0Y2hpbmcgcmVtb3ZlcyB0aGUgaWRsZS1idXQtaGVsZCBzbG90cy4gV3JpdGUgYSBmcmFjdGlvbi4iXSwia2V5IjoiVnBxTzIycUpsL009Iiwia2luZCI6Im51bWJlciIsIm9wdGlvbl90ZXh0cyI6W10sIm9wdGlvbnMiOltdLCJwcm9tcHQiOiJDb250aW51b3VzIGJhdGNoaW5nLCBzYW1lIDUwIHJlcXVlc3RzIGFuZCA4IHNsb3RzOiB0b3RhbCBzdGVwcyBhcyBhIGZyYWN0aW9uIG9mIHRoZSBzdGF0aWMgdG90YWwgKDAuOTUsIDAuOCBvciAwLjYpPyIsInFpZCI6Im5iMDZfcDRfY29udGludW91c19zaGFyZSIsInJlbCI6MC4xLCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiJmYmU1NGYzZjA5ZWVkMTEzIiwic2VjdGlvbiI6IjA2IGNvbnRpbnVvdXMgYmF0Y2hpbmciLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoiZnJhY3Rpb24gb2Ygc3RhdGljIiwidmFyaWFibGUiOiJteV9wcmVkaWN0aW9uIn0=", my_prediction)
 
 # %% [answer id=ex_continuous_sim]
 def simulate_continuous_steps(lengths, batch_size):
@@ -416,6 +432,11 @@ plt.show()
 # linearly, or does it blow up?
 
 # %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # "linear" or "blows up"
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoiaGhSQ0src2hMVnRpY2pNTmZrUnJ2UWdSalk4KzQ3cVYwT3E2WlZ6VFNDaGc0WDZQSnBPeEJ3TlNxVEZmL2tXSk1vVFZBQzcrR0QwcXgyTkxpWDg5MXdWN3RKd2c1MFI0MDBYUXFrME9OTEU0NjFqNmU3QytjM1NvOTdmUTV2d2FLY3pnT0dCTWd3Qmx5VXpSTDYySkpoTE5DcG14VDBtSTV6bjg1Um5WSXNKM05CeCtWZz09IiwiaGludHMiOlsiUXVldWVpbmcgdGhlb3J5OiB0aGUgd2FpdGluZyB0aW1lIHNjYWxlcyBsaWtlIDEvKDEgLSBsb2FkKS4iXSwia2V5IjoiNmQ3ZmVjNDA5YmU2NWNiNDgxN2RhY2E2NGZjM2U3ZmMzMzk1NmQ3OWViYjYxZDhiOTY1YjU1OGNhOTVkNmQwYSIsImtpbmQiOiJsYWJlbCIsIm9wdGlvbl90ZXh0cyI6W10sIm9wdGlvbnMiOlsibGluZWFyIiwiYmxvd3MgdXAiXSwicHJvbXB0IjoiQXMgdGhlIGFycml2YWwgcmF0ZSBhcHByb2FjaGVzIGNhcGFjaXR5LCBkb2VzIFA5MCBsYXRlbmN5IGdyb3cgbGluZWFybHkgb3IgYmxvdyB1cD8iLCJxaWQiOiJuYjA2X3A1X2xhdGVuY3lfc2hhcGUiLCJyZWwiOjFlLTA2LCJyZXZlYWxfYWZ0ZXIiOjIsInNhbHQiOiJhYzYxZGY1ODc4MTJjZTIwIiwic2VjdGlvbiI6IjA2IGNvbnRpbnVvdXMgYmF0Y2hpbmciLCJzb3VyY2UiOiJhbnN3ZXIgYW5kIGRlcml2YXRpb246IHRlc3RzL3Rlc3RfcHJlZGljdGlvbnMucHkiLCJ1bml0IjoiIiwidmFyaWFibGUiOiJteV9wcmVkaWN0aW9uIn0=", my_prediction)
+
+# %%
 _sm = ref_batching.StepTimeModel.from_roofline("llama2-7b", "H100-SXM", overhead_s=2e-3)
 _rates = [2, 5, 10, 15, 20, 25, 30, 35]
 _curves = {}
@@ -506,6 +527,11 @@ for _policy in ("static", "continuous"):
 # $$\text{blocks} = \left\lfloor \frac{\text{KV capacity}}{16 \cdot \text{bytes per token}}
 #   \right\rfloor, \qquad \text{sequences} = \left\lfloor \frac{\text{blocks}}
 #   {\lceil \text{seq\_len} / 16 \rceil} \right\rfloor.$$
+
+# %%
+# Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
+my_prediction = None  # your guess: 8, 30, 120 or 500 sequences?
+sc.predict("ckq1:eyJhYnNfdG9sIjowLjAsImV4cGxhbmF0aW9uIjoidjBPbzd3SG94MXNzWUF2akhsZFVBbVVaUStvM0lFSGpVQkw1eWNXNjdRZXYyUTdvbHErMVdjbUtjaVB0S1hURU1uOFNGcVM2RGV0Z1JYUG9IYnFNdVBMdndYbzMzU2pzUjdON3RjYXhMRzh3ZTF3SzI4OGlnc1RMQVAzQ0ZFeXVQSWlnTU8vazVCSHlmWmI1RUVPY2ZuNjFrV3d6ZmhsYld1MUhQdGtaWm9MUXJ5VlNqcHR5WGVremtBPT0iLCJoaW50cyI6WyJCeXRlcyBwZXIgdG9rZW4gPSAyIFx1MDBkNyAzMiBsYXllcnMgXHUwMGQ3IDMyIGhlYWRzIFx1MDBkNyAxMjggXHUwMGQ3IDIgYnl0ZXM7IG11bHRpcGx5IGJ5IDQsMDk2LiJdLCJrZXkiOiJXZzFHQnQ4QXRHTT0iLCJraW5kIjoibnVtYmVyIiwib3B0aW9uX3RleHRzIjpbXSwib3B0aW9ucyI6W10sInByb21wdCI6IkxsYW1hLTItN0Igb24gYW4gODAgR0IgR1BVIGFmdGVyIDEzLjUgR0Igb2Ygd2VpZ2h0czogaG93IG1hbnkgNCwwOTYtdG9rZW4gc2VxdWVuY2VzIGZpdCBpbiB0aGUgS1YgY2FjaGU6IDgsIDMwLCAxMjAgb3IgNTAwPyIsInFpZCI6Im5iMDZfcDZfa3Zfc2VxdWVuY2VzIiwicmVsIjowLjIsInJldmVhbF9hZnRlciI6Miwic2FsdCI6ImY3OGU3NjgwNDI3OTJmNzgiLCJzZWN0aW9uIjoiMDYgY29udGludW91cyBiYXRjaGluZyIsInNvdXJjZSI6ImFuc3dlciBhbmQgZGVyaXZhdGlvbjogdGVzdHMvdGVzdF9wcmVkaWN0aW9ucy5weSIsInVuaXQiOiJzZXF1ZW5jZXMiLCJ2YXJpYWJsZSI6Im15X3ByZWRpY3Rpb24ifQ==", my_prediction)
 
 # %% [answer id=ex_kv_sequences]
 def max_sequences(kv_capacity_bytes, kv_bytes_per_token, seq_len, block_size=16):

@@ -41,6 +41,8 @@ class AuthoringError(ValueError):
 
 @dataclass
 class CellSpec:
+    """One parsed cell of an authoring file."""
+
     kind: str
     source: str
     grade_id: str | None = None
@@ -217,12 +219,15 @@ def partial_ids(text: str) -> set:
 
 
 def all_answer_ids(text: str) -> set:
+    """Every answer id (the full-solution sample student solves them all)."""
     return {c.grade_id for c in parse(text) if c.kind == "answer"}
 
 
 def total_points(text: str) -> int:
+    """Sum of the points of the test cells."""
     return sum(c.points for c in parse(text) if c.kind == "test")
 
 
 def read_py(path) -> str:
+    """The text of an authoring file (UTF-8)."""
     return Path(path).read_text(encoding="utf-8")

@@ -22,11 +22,13 @@ def _root(args) -> Path:
 
 
 def cmd_build(args) -> int:
+    """``build``: generate source/, release/ and samples/."""
     buildmod.build(_root(args), only=args.only, execute=not args.no_execute)
     return 0
 
 
 def cmd_verify_build(args) -> int:
+    """``verify-build``: fail if generated files are stale or leak."""
     root = _root(args)
     diffs = buildmod.check_up_to_date(root, log=lambda *_: None)
     leaks = buildmod.release_leaks(root)
@@ -40,6 +42,7 @@ def cmd_verify_build(args) -> int:
 
 
 def cmd_collect(args) -> int:
+    """``collect``: copy samples/ into submitted/."""
     root = _root(args)
     n = pipeline.collect_samples(root)
     print(f"[collect] copied {n} sample submission(s) from samples/ into submitted/")
@@ -47,6 +50,7 @@ def cmd_collect(args) -> int:
 
 
 def cmd_check(args) -> int:
+    """``check``: pre-check submitted/."""
     from . import precheck
 
     root = _root(args)
@@ -60,6 +64,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_grade(args) -> int:
+    """``grade``: grade submitted/ in parallel."""
     root = _root(args)
     try:
         results = pipeline.grade(root, assignments=args.assignment, students=args.student,
@@ -74,6 +79,7 @@ def cmd_grade(args) -> int:
 
 
 def cmd_feedback(args) -> int:
+    """``feedback``: feedback HTML."""
     root = _root(args)
     paths = pipeline.feedback(root, assignments=args.assignment, show_hidden=args.show_hidden)
     print(f"[feedback] {len(paths)} feedback file(s) under {root / 'feedback'}")
@@ -81,6 +87,7 @@ def cmd_feedback(args) -> int:
 
 
 def cmd_report(args) -> int:
+    """``report``: print and write the report."""
     root = _root(args)
     rows, paths = pipeline.report(root)
     from .report import to_table
@@ -91,6 +98,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_demo(args) -> int:
+    """``demo``: the whole pipeline on the sample class."""
     root = _root(args)
     print("== 1/5 build release/ from source/ ==")
     buildmod.build(root, execute=not args.no_execute)
@@ -117,6 +125,7 @@ def cmd_demo(args) -> int:
 
 
 def main(argv=None) -> int:
+    """Parse the command line and run one command; 2 on a user error."""
     parser = argparse.ArgumentParser(prog="python -m coursekit.grading",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--root", help="course directory (default: found from cwd)")

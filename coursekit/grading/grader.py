@@ -35,6 +35,7 @@ _ROOT = None
 
 
 def state_path(root: Path) -> Path:
+    """Where the grading journal lives."""
     return root / STATE_FILE
 
 

@@ -15,6 +15,7 @@ from . import report as reportmod
 
 
 def db_url(root: Path) -> str:
+    """The gradebook URL nbgrader_config.py uses (honours COURSEKIT_GRADEBOOK)."""
     import os
 
     return "sqlite:///" + os.environ.get("COURSEKIT_GRADEBOOK", str(root / "gradebook.db"))

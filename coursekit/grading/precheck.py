@@ -33,6 +33,8 @@ _COPY_PATTERNS = (
 
 @dataclass(frozen=True)
 class Finding:
+    """One pre-check result for a submission folder."""
+
     student: str
     assignment: str
     level: str
@@ -140,13 +142,11 @@ def check_folder(folder: Path, assignment: str, release_nb: Path | None,
 def check_submissions(root: Path, assignments=None, students=None, fix=True,
                       max_bytes: int = MAX_BYTES) -> list:
     """Findings for every ``submitted/<student>/<assignment>/`` folder."""
+    from .pipeline import submissions
+
     findings = []
-    for folder in sorted((root / "submitted").glob("*/*")):
-        if not folder.is_dir():
-            continue
-        student, aid = folder.parent.name, folder.name
-        if (assignments and aid not in assignments) or (students and student not in students):
-            continue
+    for student, aid in submissions(root, assignments, students):
+        folder = root / "submitted" / student / aid
         release_nb = root / "release" / aid / f"{aid}.ipynb"
         findings += check_folder(folder, aid, release_nb if release_nb.exists() else None,
                                  max_bytes=max_bytes, fix=fix)
@@ -159,6 +159,7 @@ def rejected(findings) -> dict:
 
 
 def format_findings(findings) -> str:
+    """One line per finding: LEVEL student/assignment/file: message."""
     lines = []
     for f in findings:
         where = f"{f.student}/{f.assignment}" + (f"/{f.file}" if f.file else "")

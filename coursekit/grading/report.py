@@ -22,6 +22,8 @@ STATUSES = ("graded", "error", "timeout", "rejected", "missing")
 
 @dataclass(frozen=True)
 class Row:
+    """One student x assignment line of the report."""
+
     student: str
     assignment: str
     status: str
@@ -72,6 +74,7 @@ def read_rows(db_url: str, outcomes: dict | None = None) -> list:
 
 
 def to_csv(rows) -> str:
+    """The rows as CSV (empty score for anything not graded)."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(Row.__dataclass_fields__), lineterminator="\n")
     writer.writeheader()

@@ -430,6 +430,24 @@ def show(result_or_question, answer=None, *, attempt: int = 1) -> Result:
     return result
 
 
+_PREDICTION_GUESSES: dict = {}
+"""Distinct guesses per question in this kernel (UI state of :func:`predict` only)."""
+
+
+def predict(question, guess):
+    """Display helper for predict-before-run cells: nothing while ``guess`` is None;
+    otherwise prints the feedback, counting each *different* guess as one attempt (so
+    the explanation appears after a right guess or after enough wrong ones). Returns
+    the :class:`Result`, or None while unanswered."""
+    if guess is None:
+        return None
+    q = get_question(question)
+    seen = _PREDICTION_GUESSES.setdefault(q.qid, [])
+    if guess not in seen:
+        seen.append(guess)
+    return show(q, guess, attempt=len(seen))
+
+
 def show_all(answers: dict, *, explain: bool = False) -> list:
     """Display helper: one line per ``{question_id: answer}`` (hints on wrong answers,
     explanations only with ``explain=True``); returns the Results."""
