@@ -53,7 +53,7 @@ def main():
     t_fast, adv = median_time(lambda: advise(job), 7)
     t_naive, ref = median_time(lambda: naive(job), 3)
     assert [r.plan for r in adv.plans[:10]] == [r.plan for r in ref[:10]]
-    print(f"GPT-3 175B on 1024 x A100-80GB, batch 1536 x 2048 tokens")
+    print("GPT-3 175B on 1024 x A100-80GB, batch 1536 x 2048 tokens")
     print(f"plans that fit: {len(adv.plans)}, rejected: {len(adv.rejected)}")
     print(f"best: {adv.best.plan}  ({adv.best.step_time:.2f} s/step, "
           f"MFU {100 * adv.best.mfu:.1f} %)")

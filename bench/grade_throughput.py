@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys

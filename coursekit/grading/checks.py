@@ -25,7 +25,6 @@ import builtins
 import math
 import threading
 from contextlib import contextmanager
-from numbers import Integral, Real
 
 import numpy as np
 
@@ -51,8 +50,6 @@ _len = _ORIGINAL_BUILTINS["len"]
 _isinstance = _ORIGINAL_BUILTINS["isinstance"]
 _repr = _ORIGINAL_BUILTINS["repr"]
 
-_TRIPWIRE_MESSAGE = ("coursekit-reference-call: a graded function must implement the "
-                     "formula itself, not call the coursekit reference")
 _NUMPY_REAL = (np.floating, np.integer)
 
 

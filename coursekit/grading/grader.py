@@ -31,7 +31,6 @@ STATE_FILE = ".grading-state.json"
 LOG_DIR = Path("reports") / "grading-logs"
 
 _API = None
-_ROOT = None
 
 
 def state_path(root: Path) -> Path:
@@ -84,12 +83,11 @@ def outcomes_from_state(state: dict) -> dict:
 
 
 def _worker_init(root: str, log_dir: str) -> None:
-    global _API, _ROOT
+    global _API
     import logging
     import warnings
 
     warnings.filterwarnings("ignore")
-    _ROOT = Path(root)
     os.chdir(root)
     buildmod.venv_on_path()
     # the worker's own log goes to a file, not interleaved on the console

@@ -80,25 +80,6 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
     return grader.grade(root, assignments, students, workers=workers, regrade=regrade, out=out)
 
 
-def grade_serial(root: Path, assignments=None, students=None) -> dict:
-    """Plain ``nbgrader autograde``, one process per submission (reference behaviour)."""
-    outcomes = {}
-    register_assignments(root, {aid for _, aid in submissions(root, assignments, students)})
-    for student, aid in submissions(root, assignments, students):
-        proc = buildmod.run_nbgrader(root, "autograde", aid, "--student", student, "--force",
-                                     check=False)
-        ok = proc.returncode == 0
-        outcomes[(student, aid)] = {"status": "graded" if ok else "error",
-                                    "reason": "" if ok else _last_error(proc)}
-    return outcomes
-
-
-def _last_error(proc) -> str:
-    lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if "[ERROR]" in ln]
-    return (lines[-1].split("[ERROR]", 1)[-1].strip() if lines else
-            f"nbgrader exited with {proc.returncode}")[:200]
-
-
 def feedback(root: Path, assignments=None, show_hidden=False) -> list:
     """``nbgrader generate_feedback`` for each graded assignment; the feedback HTML paths.
 

@@ -39,7 +39,6 @@ import ctypes
 import json
 import os
 import resource
-import shutil
 import signal
 import stat
 import sys
@@ -48,7 +47,6 @@ from pathlib import Path
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
-MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
 MS_BIND = 4096
@@ -93,10 +91,8 @@ def _tmpfs(target, size, mode="0755"):
     _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(size)},mode={mode}")
 
 
-def _bind(source, target, readonly=False):
+def _bind(source, target):
     _mount(str(source), target, None, MS_BIND | MS_REC)
-    if readonly:
-        _mount(None, target, None, MS_BIND | MS_REC | MS_RDONLY | 32, None)  # MS_REMOUNT=32
 
 
 # --------------------------------------------------------------------------------------
