@@ -45,7 +45,7 @@ c.StripHiddenTests.show_hidden_tests = os.environ.get("COURSEKIT_SHOW_HIDDEN_TES
 # time limit applied. COURSEKIT_SANDBOX=limits grades with rlimits only, and
 # COURSEKIT_SANDBOX=off not at all (benchmarks only); both are reported loudly.
 if os.environ.get("COURSEKIT_SANDBOX") != "off":
-    c.Execute.kernel_manager_class = "coursekit.grading.sandbox.SandboxKernelManager"
+    c.Execute.kernel_manager_class = "coursekit.grading.kernel_manager.SandboxKernelManager"
 c.SandboxKernelManager.course_root = COURSE_ROOT
 c.SandboxKernelManager.mode = "limits" if os.environ.get("COURSEKIT_SANDBOX") == "limits" else "auto"
 c.SandboxKernelManager.hide = [c.CourseDirectory.db_url[len("sqlite:///"):]]

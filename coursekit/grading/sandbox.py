@@ -1,7 +1,7 @@
 """Run a submission's Jupyter kernel as untrusted code.
 
 ``nbgrader_config.py`` sets ``c.Execute.kernel_manager_class`` to
-:class:`SandboxKernelManager`, so plain ``nbgrader autograde`` and the course's
+:class:`coursekit.grading.kernel_manager.SandboxKernelManager`, so plain ``nbgrader autograde`` and the course's
 ``grade`` command both start every kernel through the launcher in this module
 (``python -m coursekit.grading.sandbox ... -- <kernel command>``). The launcher:
 
@@ -478,63 +478,3 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
-
-
-# --------------------------------------------------------------------------------------
-# the kernel manager nbgrader uses
-# --------------------------------------------------------------------------------------
-
-try:  # the launcher itself must not need jupyter_client
-    from jupyter_client.manager import AsyncKernelManager
-    from traitlets import Integer, List, Unicode
-except ImportError:  # pragma: no cover
-    AsyncKernelManager = None
-
-if AsyncKernelManager is not None:
-
-    class SandboxKernelManager(AsyncKernelManager):
-        """Starts every kernel through the sandbox launcher (set in nbgrader_config.py)."""
-
-        course_root = Unicode("", help="course directory to hide").tag(config=True)
-        mode = Unicode("auto", help="'auto' (namespaces when root, else limits only), "
-                                    "'limits' (rlimits and time limit only)").tag(config=True)
-        hide = List(Unicode(), help="extra files/folders to hide (gradebook, course "
-                                    "folders configured outside the root)").tag(config=True)
-        status_file = Unicode("", help="where the launcher writes why the kernel "
-                                       "ended (JSON)").tag(config=True)
-        time_limit = Integer(DEFAULTS["time_limit"],
-                             help="whole-notebook wall-clock limit (s)").tag(config=True)
-        memory_limit = Integer(DEFAULTS["memory_limit"],
-                               help="address-space limit (bytes)").tag(config=True)
-        nproc_limit = Integer(DEFAULTS["nproc_limit"],
-                              help="processes and threads of the kernel's uid").tag(config=True)
-        file_size_limit = Integer(DEFAULTS["file_size_limit"],
-                                  help="largest file the kernel may write (bytes)").tag(config=True)
-        output_limit = Integer(DEFAULTS["output_limit"],
-                               help="bytes per output stream before truncation").tag(config=True)
-
-        def wrap(self, kernel_cmd, cwd):
-            """The launcher command around ``kernel_cmd``."""
-            if not self.course_root:
-                raise ValueError("SandboxKernelManager.course_root is not set in "
-                                 "nbgrader_config.py")
-            cmd = [sys.executable, "-m", "coursekit.grading.sandbox",
-                   "--course-root", self.course_root, "--workdir", cwd or os.getcwd(),
-                   "--time-limit", str(self.time_limit),
-                   "--memory-limit", str(self.memory_limit),
-                   "--nproc-limit", str(self.nproc_limit),
-                   "--file-size-limit", str(self.file_size_limit),
-                   "--output-limit", str(self.output_limit)]
-            for path in self.hide:
-                cmd += ["--hide", path]
-            if self.status_file:
-                cmd += ["--status-file", self.status_file]
-            if self.mode == "limits":
-                cmd.append("--no-namespaces")
-            if os.environ.get("COURSEKIT_SANDBOX_DEBUG") == "1":
-                cmd.append("--debug")
-            return cmd + ["--"] + list(kernel_cmd)
-
-        async def _async_launch_kernel(self, kernel_cmd, **kw):
-            return await super()._async_launch_kernel(self.wrap(kernel_cmd, kw.get("cwd")),
-                                                      **kw)
