@@ -43,19 +43,27 @@ def _check_c(c, name="c"):
     return check_number(name, c, minimum=0)
 
 
+def _as_vector(name, values, what, upper=None):
+    """``values`` as a non-empty 1-D float array of finite numbers in [0, ``upper``]."""
+    if isinstance(values, (str, bytes)) or values is None:
+        raise TypeError(f"{name} must be a sequence of {what}, got {values!r}")
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a sequence of {what}, got {values!r}") from None
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence of {what}, "
+                         f"got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or (
+            upper is not None and np.any(arr > upper)):
+        allowed = ">= 0" if upper is None else f"in [0, {upper:g}]"
+        raise ValueError(f"{name} must hold finite {what} {allowed}, got {arr.tolist()!r}")
+    return arr
+
+
 def _as_distribution(name, p, atol=1e-6):
     """``p`` as a 1-D float array of probabilities (non-negative, finite, sums to 1)."""
-    if isinstance(p, (str, bytes)) or p is None:
-        raise TypeError(f"{name} must be a sequence of probabilities, got {p!r}")
-    try:
-        arr = np.asarray(p, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a sequence of probabilities, got {p!r}") from None
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D sequence of probabilities, "
-                         f"got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"{name} must hold finite probabilities >= 0, got {arr.tolist()!r}")
+    arr = _as_vector(name, p, "probabilities")
     total = float(arr.sum())
     if abs(total - 1.0) > atol:
         raise ValueError(f"{name} must sum to 1 (tolerance {atol:g}), it sums to {total!r}")
@@ -167,16 +175,9 @@ def expected_tokens_positional(alphas) -> float:
 
 
 def _check_alphas(alphas):
-    try:
-        a = np.asarray(alphas, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"alphas must be a sequence of numbers, got {alphas!r}") from None
-    if a.ndim != 1 or a.size == 0:
-        raise ValueError(f"alphas must be a non-empty 1-D sequence (one per draft position), "
-                         f"got shape {a.shape}")
-    if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a > 1):
-        raise ValueError(f"alphas must lie in [0, 1], got {a.tolist()!r}")
-    return a
+    """Per-position acceptance probabilities: a non-empty 1-D sequence in [0, 1]."""
+    return _as_vector("alphas", alphas, "acceptance probabilities (one per draft position)",
+                      upper=1)
 
 
 # --------------------------------------------------------------------------- greedy verification
