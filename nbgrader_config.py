@@ -38,6 +38,8 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 c.StripHiddenTests.show_hidden_tests = os.environ.get("COURSEKIT_SHOW_HIDDEN_TESTS") == "1"
+# Or reveal them automatically in feedback generated after a date (UTC unless given):
+# c.StripHiddenTests.show_after = "2026-12-15T23:59:00+00:00"
 
 # Sandbox: every kernel nbgrader starts runs through coursekit's launcher (see
 # coursekit/grading/sandbox.py): the course folder, gradebook and other students are

@@ -279,3 +279,14 @@ def test_report_table_and_csv_mark_errors():
     assert "kernel exited with code 3" in table
     csv_text = report.to_csv(rows)
     assert "ben,01_x,error,,10,kernel exited with code 3" in csv_text
+
+
+def test_hidden_tests_revealed_after_the_deadline():
+    from datetime import datetime, timezone
+
+    strip = feedback.StripHiddenTests(show_after="2026-12-15T23:59:00+00:00")
+    assert not strip.revealing(datetime(2026, 12, 1, tzinfo=timezone.utc))
+    assert strip.revealing(datetime(2026, 12, 16, tzinfo=timezone.utc))
+    assert not feedback.StripHiddenTests().revealing()
+    with pytest.raises(ValueError, match="show_after='next week'"):
+        feedback.StripHiddenTests(show_after="next week").revealing()

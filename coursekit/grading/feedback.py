@@ -10,6 +10,7 @@ points and the message stay while the test code does not.
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode
@@ -38,10 +39,28 @@ class StripHiddenTests(Preprocessor):
     enabled = Bool(True)  # nbconvert registers extra preprocessors disabled by default
     show_hidden_tests = Bool(
         False, help="Show hidden tests in feedback (e.g. after the deadline).").tag(config=True)
+    show_after = Unicode(
+        "", help="ISO date-time (e.g. the deadline, '2026-12-15T23:59:00+00:00'); feedback "
+                 "generated after it shows hidden tests").tag(config=True)
     notice = Unicode("# (hidden tests were run here; their code is not shown)").tag(config=True)
 
+    def revealing(self, now=None) -> bool:
+        """True when hidden tests are shown: explicitly, or after ``show_after``."""
+        if self.show_hidden_tests:
+            return True
+        if not self.show_after:
+            return False
+        try:
+            moment = datetime.fromisoformat(self.show_after)
+        except ValueError:
+            raise ValueError(f"StripHiddenTests.show_after={self.show_after!r} is not an ISO "
+                             "date-time such as '2026-12-15T23:59:00+00:00'") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        return (now or datetime.now(timezone.utc)) >= moment
+
     def preprocess_cell(self, cell, resources, index):
-        if self.show_hidden_tests or cell.cell_type != "code":
+        if self.revealing() or cell.cell_type != "code":
             return cell, resources
         meta = cell.metadata.get("nbgrader", {})
         if "BEGIN HIDDEN TESTS" in cell.source:
