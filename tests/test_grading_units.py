@@ -290,3 +290,16 @@ def test_hidden_tests_revealed_after_the_deadline():
     assert not feedback.StripHiddenTests().revealing()
     with pytest.raises(ValueError, match="show_after='next week'"):
         feedback.StripHiddenTests(show_after="next week").revealing()
+
+
+def test_pinned_outputs_merge_stream_chunks():
+    from coursekit.grading.build import _clean_outputs
+
+    chunks = [{"output_type": "stream", "name": "stdout", "text": "a\n"},
+              {"output_type": "stream", "name": "stdout", "text": "b\n"},
+              {"output_type": "stream", "name": "stderr", "text": "w\n"},
+              {"output_type": "execute_result", "execution_count": 9, "data": {},
+               "metadata": {}}]
+    out = _clean_outputs(chunks, 4)
+    assert [o.get("text") for o in out[:2]] == ["a\nb\n", "w\n"]
+    assert out[2]["execution_count"] == 4 and len(out) == 3

@@ -99,12 +99,20 @@ def source_notebook(root: Path, aid: str) -> nbformat.NotebookNode:
 
 
 def _clean_outputs(outputs, count) -> list:
+    """Outputs made byte-stable: consecutive stream chunks of one stream are merged (how
+    the kernel happened to flush them is timing, not content) and the execution count is
+    the cell's position."""
     out = []
     for o in outputs:
         o = dict(o)
         if "execution_count" in o:
             o["execution_count"] = count
-        o.pop("metadata", None) if o.get("output_type") == "stream" else None
+        if o.get("output_type") == "stream":
+            o.pop("metadata", None)
+            if out and out[-1].get("output_type") == "stream" \
+                    and out[-1].get("name") == o.get("name"):
+                out[-1]["text"] = out[-1]["text"] + o["text"]
+                continue
         out.append(o)
     return out
 
