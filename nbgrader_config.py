@@ -23,11 +23,28 @@ c.CourseDirectory.assignment_id = ""
 c.GenerateAssignment.force = True
 
 # Autograde: a per-cell timeout (a looping cell fails after this many seconds, not 30 s by
-# default or forever), and deleted test cells are put back and graded.
+# default or forever).
 c.Execute.timeout = int(os.environ.get("COURSEKIT_CELL_TIMEOUT", "60"))
 c.Execute.interrupt_on_timeout = True
 c.Execute.startup_timeout = 120
-c.OverwriteCells.add_missing_cells = True
+
+# Trusted grading (DESIGN.md §4, items 1 and 2). What the kernel runs is rebuilt from
+# source/: every cell's metadata and every locked and test cell come from there, and only
+# the text of answer cells (and cells the student added) from the submission; student
+# metadata changes nothing. Hidden tests in the kernel only record each case's result as
+# plain data; SaveVerdicts compares the records with the key in notebooks/<id>.py outside
+# the kernel and writes per-case points into the gradebook.
+from nbgrader.preprocessors import (  # noqa: E402
+    AssignLatePenalties, CheckCellMetadata, ClearOutput, Execute, IgnorePattern, LimitOutput)
+
+from coursekit.grading.template import TrustedTemplate  # noqa: E402
+from coursekit.grading.verdicts import SaveVerdicts  # noqa: E402
+
+c.Autograde.sanitize_preprocessors = [ClearOutput, TrustedTemplate, CheckCellMetadata]
+c.Autograde.autograde_preprocessors = [Execute, IgnorePattern, LimitOutput, SaveVerdicts,
+                                       AssignLatePenalties, CheckCellMetadata]
+c.TrustedTemplate.course_root = COURSE_ROOT
+c.SaveVerdicts.course_root = COURSE_ROOT
 
 # Feedback: hidden-test code and tracebacks are removed; pass/fail, points and the
 # error's one-line message stay. Set COURSEKIT_SHOW_HIDDEN_TESTS=1 after the deadline

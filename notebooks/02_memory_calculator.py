@@ -92,21 +92,21 @@ ck.check_close(_got, 84e9, name="static_memory_bytes(7e9, mixed+adam-no-master)"
                reveal=True, unit="bytes")
 print("visible test passed: 7B at 12 bytes/param =", fmt_bytes(_got, "GB"))
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_memory.model_state_bytes, ref_memory.zero_bytes_per_gpu,
-           ref_memory.training_memory]
+ck.forbid(ref_memory.model_state_bytes, ref_memory.zero_bytes_per_gpu, ref_memory.training_memory)
 # chapter Napkin 1.2: 1.5B fp32 + Adam = 6 + 6 + 12 = 24 GB
-ck.check_close(ck.call(static_memory_bytes, 1.5e9, RECIPES["fp32+adam"], forbid=_forbid),
-               24e9, name="static_memory_bytes(1.5e9, fp32+adam)")
+ck.case('static_memory_bytes_1.5e9_fp32_adam', lambda: static_memory_bytes(1.5e9, RECIPES["fp32+adam"]),
+        expect=ck.approx(24e9), name='static_memory_bytes(1.5e9, fp32+adam)')
 # 7B at 16 bytes/param = 112 GB (chapter §1.2, ZeRO convention)
-ck.check_close(ck.call(static_memory_bytes, 7e9, RECIPES["mixed+adam"], forbid=_forbid),
-               112e9, name="static_memory_bytes(7e9, mixed+adam)")
+ck.case('static_memory_bytes_7e9_mixed_adam', lambda: static_memory_bytes(7e9, RECIPES["mixed+adam"]),
+        expect=ck.approx(112e9), name='static_memory_bytes(7e9, mixed+adam)')
 # lesson plan: 70B x 12 bytes = 840 GB
-ck.check_close(ck.call(static_memory_bytes, 70e9, RECIPES["mixed+adam-no-master"],
-                       forbid=_forbid), 840e9, name="static_memory_bytes(70e9, no-master)")
+ck.case('static_memory_bytes_70e9_no-master', lambda: static_memory_bytes(70e9, RECIPES["mixed+adam-no-master"]),
+        expect=ck.approx(840e9), name='static_memory_bytes(70e9, no-master)')
 # megatron recipe, 20B: 20e9 x 18 = 360 GB (recomputed: 2+4+4+8 = 18)
-ck.check_close(ck.call(static_memory_bytes, 20e9, RECIPES["megatron"], forbid=_forbid),
-               360e9, name="static_memory_bytes(20e9, megatron)")
-ck.check_raises(static_memory_bytes, -1, RECIPES["fp32+adam"], name="static_memory_bytes(-1)")
+ck.case('static_memory_bytes_20e9_megatron', lambda: static_memory_bytes(20e9, RECIPES["megatron"]),
+        expect=ck.approx(360e9), name='static_memory_bytes(20e9, megatron)')
+ck.case('static_memory_bytes_-1', lambda: static_memory_bytes(-1, RECIPES["fp32+adam"]),
+        expect=ck.raises(ValueError), name='static_memory_bytes(-1)')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -157,21 +157,21 @@ ck.check_close(_got, 1_494_220_800, name="GPT-2 XL layer, b=8, s=1024", reveal=T
                unit="bytes")
 print(f"visible test passed: one GPT-2 XL layer keeps {_got / 1e6:,.1f} MB at batch 8")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_memory.activation_bytes_per_layer, ref_memory.activation_bytes,
-           ref_memory.training_memory]
+ck.forbid(ref_memory.activation_bytes_per_layer, ref_memory.activation_bytes, ref_memory.training_memory)
 # Korthikanti Table 2, recomputed: 1024*8*1600*34 = 445,644,800 bytes
-ck.check_close(ck.call(activation_bytes_layer, 1024, 8, 1600, 25, "selective",
-                       forbid=_forbid), 445_644_800, name="selective recompute")
+ck.case('selective_recompute', lambda: activation_bytes_layer(1024, 8, 1600, 25, "selective"),
+        expect=ck.approx(445_644_800), name='selective recompute')
 # full recompute: 2*s*b*h = 26,214,400 bytes
-ck.check_close(ck.call(activation_bytes_layer, 1024, 8, 1600, 25, "full", forbid=_forbid),
-               26_214_400, name="full recompute")
+ck.case('full_recompute', lambda: activation_bytes_layer(1024, 8, 1600, 25, "full"),
+        expect=ck.approx(26_214_400), name='full recompute')
 # GPT-2 small, b=4, s=1024: 1024*4*768*(34 + 5*12*1024/768) = 358,612,992 bytes
-ck.check_close(ck.call(activation_bytes_layer, 1024, 4, 768, 12, forbid=_forbid),
-               358_612_992, name="GPT-2 small layer, b=4")
+ck.case('GPT-2_small_layer_b_4', lambda: activation_bytes_layer(1024, 4, 768, 12),
+        expect=ck.approx(358_612_992), name='GPT-2 small layer, b=4')
 # Llama-2-7B, b=1, s=4096: 4096*4096*(34 + 5*32*4096/4096) = 16,777,216 * 194 = 3,254,779,904 bytes
-ck.check_close(ck.call(activation_bytes_layer, 4096, 1, 4096, 32, forbid=_forbid),
-               3_254_779_904, name="Llama-2-7B layer, s=4096")
-ck.check_raises(activation_bytes_layer, 1024, 8, 1600, 25, "some", name="recompute='some'")
+ck.case('Llama-2-7B_layer_s_4096', lambda: activation_bytes_layer(4096, 1, 4096, 32),
+        expect=ck.approx(3_254_779_904), name='Llama-2-7B layer, s=4096')
+ck.case('recompute_some', lambda: activation_bytes_layer(1024, 8, 1600, 25, "some"),
+        expect=ck.raises(ValueError), name="recompute='some'")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -261,21 +261,22 @@ _got = ck.call(zero_memory_per_gpu, 7.5e9, 64, 0, RECIPES["mixed+adam"])
 ck.check_close(_got, 120e9, name="ZeRO stage 0, 7.5B on 64 GPUs", reveal=True, unit="bytes")
 print("visible test passed: stage 0 keeps", fmt_bytes(_got, "GB"), "on every GPU")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_memory.zero_bytes_per_gpu, ref_memory.model_state_bytes,
-           ref_memory.training_memory]
+ck.forbid(ref_memory.zero_bytes_per_gpu, ref_memory.model_state_bytes, ref_memory.training_memory)
 _mixed = RECIPES["mixed+adam"]
 # ZeRO paper Fig. 1 (7.5B, 64 GPUs, K=12): 31.4 / 16.6 / 1.9 GB; exact values below
-ck.check_close(ck.call(zero_memory_per_gpu, 7.5e9, 64, 1, _mixed, forbid=_forbid),
-               31.40625e9, name="stage 1, 7.5B, 64 GPUs")
-ck.check_close(ck.call(zero_memory_per_gpu, 7.5e9, 64, 2, _mixed, forbid=_forbid),
-               16.640625e9, name="stage 2, 7.5B, 64 GPUs")
-ck.check_close(ck.call(zero_memory_per_gpu, 7.5e9, 64, 3, _mixed, forbid=_forbid),
-               1.875e9, name="stage 3, 7.5B, 64 GPUs")
+ck.case('stage_1_7.5B_64_GPUs', lambda: zero_memory_per_gpu(7.5e9, 64, 1, _mixed),
+        expect=ck.approx(31.40625e9), name='stage 1, 7.5B, 64 GPUs')
+ck.case('stage_2_7.5B_64_GPUs', lambda: zero_memory_per_gpu(7.5e9, 64, 2, _mixed),
+        expect=ck.approx(16.640625e9), name='stage 2, 7.5B, 64 GPUs')
+ck.case('stage_3_7.5B_64_GPUs', lambda: zero_memory_per_gpu(7.5e9, 64, 3, _mixed),
+        expect=ck.approx(1.875e9), name='stage 3, 7.5B, 64 GPUs')
 # lesson plan: 70B, 8 GPUs, stage 1, 12 B/param: 140 + 140 + 560/8 = 350 GB
-ck.check_close(ck.call(zero_memory_per_gpu, 70e9, 8, 1, RECIPES["mixed+adam-no-master"],
-                       forbid=_forbid), 350e9, name="stage 1, 70B, 8 GPUs")
-ck.check_raises(zero_memory_per_gpu, 7.5e9, 64, 4, _mixed, name="stage=4")
-ck.check_raises(zero_memory_per_gpu, 7.5e9, 0, 1, _mixed, name="dp=0")
+ck.case('stage_1_70B_8_GPUs', lambda: zero_memory_per_gpu(70e9, 8, 1, RECIPES["mixed+adam-no-master"]),
+        expect=ck.approx(350e9), name='stage 1, 70B, 8 GPUs')
+ck.case('stage_4', lambda: zero_memory_per_gpu(7.5e9, 64, 4, _mixed),
+        expect=ck.raises(ValueError), name='stage=4')
+ck.case('dp_0', lambda: zero_memory_per_gpu(7.5e9, 0, 1, _mixed),
+        expect=ck.raises(ValueError), name='dp=0')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -356,24 +357,23 @@ _got = ck.call(min_gpus_to_fit, 124_439_808, RECIPES["mixed+adam"], 0, 80e9)
 ck.check_exact(_got, 1, name="GPT-2 124M, stage 0, A100", reveal=True)
 print("visible test passed: GPT-2 small trains on one A100")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_memory.zero_bytes_per_gpu, ref_memory.model_state_bytes,
-           ref_memory.training_memory]
+ck.forbid(ref_memory.zero_bytes_per_gpu, ref_memory.model_state_bytes, ref_memory.training_memory)
 _nm = RECIPES["mixed+adam-no-master"]
 # stage 1 floor: 70e9 * (2+2) = 280 GB > 80 GB for every dp -> None (lesson's predict question)
-ck.check_exact(ck.call(min_gpus_to_fit, 70e9, _nm, 1, 80e9, forbid=_forbid), None,
-               name="70B, stage 1")
+ck.case('70B_stage_1', lambda: min_gpus_to_fit(70e9, _nm, 1, 80e9),
+        expect=ck.exactly(None), name='70B, stage 1')
 # stage 3: 840e9 / dp <= 80e9 -> dp >= 10.5 -> 11
-ck.check_exact(ck.call(min_gpus_to_fit, 70e9, _nm, 3, 80e9, forbid=_forbid), 11,
-               name="70B, stage 3")
+ck.case('70B_stage_3', lambda: min_gpus_to_fit(70e9, _nm, 3, 80e9),
+        expect=ck.exactly(11), name='70B, stage 3')
 # 7B mixed+adam stage 0: 112 GB > 80 GB -> None
-ck.check_exact(ck.call(min_gpus_to_fit, 7e9, RECIPES["mixed+adam"], 0, 80e9, forbid=_forbid),
-               None, name="7B, stage 0")
+ck.case('7B_stage_0', lambda: min_gpus_to_fit(7e9, RECIPES["mixed+adam"], 0, 80e9),
+        expect=ck.exactly(None), name='7B, stage 0')
 # 7B mixed+adam stage 1: 28 + 84/dp <= 80 -> dp >= 1.615 -> 2
-ck.check_exact(ck.call(min_gpus_to_fit, 7e9, RECIPES["mixed+adam"], 1, 80e9, forbid=_forbid),
-               2, name="7B, stage 1")
+ck.case('7B_stage_1', lambda: min_gpus_to_fit(7e9, RECIPES["mixed+adam"], 1, 80e9),
+        expect=ck.exactly(2), name='7B, stage 1')
 # with 30.6 GB of activations (Napkin 1.4), stage 3: 112/dp + 30.6 <= 80 -> dp >= 2.27 -> 3
-ck.check_exact(ck.call(min_gpus_to_fit, 7e9, RECIPES["mixed+adam"], 3, 80e9, 30.6e9,
-                       forbid=_forbid), 3, name="7B, stage 3, with activations")
+ck.case('7B_stage_3_with_activations', lambda: min_gpus_to_fit(7e9, RECIPES["mixed+adam"], 3, 80e9, 30.6e9),
+        expect=ck.exactly(3), name='7B, stage 3, with activations')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -405,14 +405,18 @@ ck.check_exact(ck.call(best_checkpoint_count, 48), 7, name="best_checkpoint_coun
                reveal=True)
 print("visible test passed: 7 checkpoints for GPT-2 XL's 48 layers")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_memory.optimal_checkpoints, ref_memory.checkpoint_memory]
+ck.forbid(ref_memory.optimal_checkpoints, ref_memory.checkpoint_memory)
 # 12 layers: k=3 -> 7, k=4 -> 7 (tie, smallest k = 3)
-ck.check_exact(ck.call(best_checkpoint_count, 12, forbid=_forbid), 3, name="12 layers")
+ck.case('12_layers', lambda: best_checkpoint_count(12),
+        expect=ck.exactly(3), name='12 layers')
 # 80 layers: k=9 -> 17.89, k=8 -> 18, k=10 -> 18 -> 9
-ck.check_exact(ck.call(best_checkpoint_count, 80, forbid=_forbid), 9, name="80 layers")
-ck.check_exact(ck.call(best_checkpoint_count, 1, forbid=_forbid), 1, name="1 layer")
+ck.case('80_layers', lambda: best_checkpoint_count(80),
+        expect=ck.exactly(9), name='80 layers')
+ck.case('1_layer', lambda: best_checkpoint_count(1),
+        expect=ck.exactly(1), name='1 layer')
 # 96 layers: k=10 -> 19.6, k=9 -> 19.67 -> 10
-ck.check_exact(ck.call(best_checkpoint_count, 96, forbid=_forbid), 10, name="96 layers")
+ck.case('96_layers', lambda: best_checkpoint_count(96),
+        expect=ck.exactly(10), name='96 layers')
 ### END HIDDEN TESTS
 
 # %%
@@ -497,15 +501,21 @@ ck.check_exact(ck.call(loss_scale_for, 1e-6), 64, name="loss_scale_for(1e-6)", r
 print("visible test passed: a 1e-6 gradient needs a loss scale of 64")
 ### BEGIN HIDDEN TESTS
 # 2**-14 / 1e-8 = 6103.5 -> 2**13 = 8192
-ck.check_exact(ck.call(loss_scale_for, 1e-8), 8192, name="loss_scale_for(1e-8)")
+ck.case('loss_scale_for_1e-8', lambda: loss_scale_for(1e-8),
+        expect=ck.exactly(8192), name='loss_scale_for(1e-8)')
 # already normal: 1e-3 >= 6.1e-5 -> 1
-ck.check_exact(ck.call(loss_scale_for, 1e-3), 1, name="loss_scale_for(1e-3)")
+ck.case('loss_scale_for_1e-3', lambda: loss_scale_for(1e-3),
+        expect=ck.exactly(1), name='loss_scale_for(1e-3)')
 # exactly 2**-14 -> 1 ; 2**-20 -> 2**6 = 64
-ck.check_exact(ck.call(loss_scale_for, 2.0**-14), 1, name="loss_scale_for(2**-14)")
-ck.check_exact(ck.call(loss_scale_for, 2.0**-20), 64, name="loss_scale_for(2**-20)")
+ck.case('loss_scale_for_2_-14', lambda: loss_scale_for(2.0**-14),
+        expect=ck.exactly(1), name='loss_scale_for(2**-14)')
+ck.case('loss_scale_for_2_-20', lambda: loss_scale_for(2.0**-20),
+        expect=ck.exactly(64), name='loss_scale_for(2**-20)')
 # chapter: attention gradients down to 1e-10 -> 2**-14/1e-10 = 610,351.6 -> 2**20 = 1,048,576
-ck.check_exact(ck.call(loss_scale_for, 1e-10), 1_048_576, name="loss_scale_for(1e-10)")
-ck.check_raises(loss_scale_for, 0.0, name="loss_scale_for(0)")
+ck.case('loss_scale_for_1e-10', lambda: loss_scale_for(1e-10),
+        expect=ck.exactly(1_048_576), name='loss_scale_for(1e-10)')
+ck.case('loss_scale_for_0', lambda: loss_scale_for(0.0),
+        expect=ck.raises(ValueError), name='loss_scale_for(0)')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -532,16 +542,16 @@ ck.check_close(ck.call(kv_cache_bytes, 12, 12, 64, 1), 36_864, name="GPT-2 small
                reveal=True, unit="bytes")
 print("visible test passed: GPT-2 small caches 36,864 bytes per token")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_memory.kv_cache_bytes]
+ck.forbid(ref_memory.kv_cache_bytes)
 # Llama-2-7B, 4096 tokens: 2*32*32*128*2*4096 = 2,147,483,648 bytes (2 GiB)
-ck.check_close(ck.call(kv_cache_bytes, 32, 32, 128, 4096, forbid=_forbid), 2_147_483_648,
-               name="Llama-2-7B, 4096 tokens")
+ck.case('Llama-2-7B_4096_tokens', lambda: kv_cache_bytes(32, 32, 128, 4096),
+        expect=ck.approx(2_147_483_648), name='Llama-2-7B, 4096 tokens')
 # Llama-2-70B (GQA, 8 KV heads), 4096 tokens, batch 8: 2*80*8*128*2*4096*8 = 10,737,418,240
-ck.check_close(ck.call(kv_cache_bytes, 80, 8, 128, 4096, 8, forbid=_forbid), 10_737_418_240,
-               name="Llama-2-70B, batch 8")
-# fp8 cache (1 byte): GPT-2 XL 1024 tokens: 2*48*25*64*1*1024 = 157,286,400
-ck.check_close(ck.call(kv_cache_bytes, 48, 25, 64, 1024, 1, 1, forbid=_forbid), 157_286_400,
-               name="GPT-2 XL, fp8")
+ck.case('Llama-2-70B_batch_8', lambda: kv_cache_bytes(80, 8, 128, 4096, 8),
+        expect=ck.approx(10_737_418_240), name='Llama-2-70B, batch 8')
+# fp8 cache (1 byte): GPT-2 XL 3072 tokens: 2*48*25*64*1*3072 = 471,859,200
+ck.case('GPT-2_XL_fp8', lambda: kv_cache_bytes(48, 25, 64, 3072, 1, 1),
+        expect=ck.approx(471_859_200), name='GPT-2 XL, fp8')
 ### END HIDDEN TESTS
 
 # %% [markdown]

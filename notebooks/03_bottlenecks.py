@@ -84,16 +84,18 @@ ck.check_close(ck.call(ridge_point, 312e12, 2.039e12), 153.0162, rel=1e-6,
                name="A100 ridge", reveal=True, unit="FLOP/byte")
 print("visible test passed: A100-80GB ridge = 153.0 FLOP/byte")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_roofline.ridge_point]
+ck.forbid(ref_roofline.ridge_point)
 # recomputed from the V100 datasheet: 125e12 / 900e9 = 138.889 FLOP/byte
-ck.check_close(ck.call(ridge_point, 125e12, 900e9, forbid=_forbid), 138.8889, rel=1e-6,
-               name="V100 ridge")
-# the chapter's rounded A100: 312 / 2.0 = 156 FLOP/byte
-ck.check_close(ck.call(ridge_point, 312e12, 2.0e12, forbid=_forbid), 156.0, name="156")
+ck.case('V100_ridge', lambda: ridge_point(125e12, 900e9),
+        expect=ck.approx(138.8889, rel=1e-6), name='V100 ridge')
+# an A100 peak over a 1.6 TB/s memory (the 40 GB model's HBM2): 312 / 1.6 = 195 FLOP/byte
+ck.case('A100_40GB', lambda: ridge_point(312e12, 1.6e12),
+        expect=ck.approx(195.0), name='A100 40 GB')
 # A100 fp32 (19.5 TFLOP/s) -> 9.5635: precision moves the ridge (chapter footnote 19)
-ck.check_close(ck.call(ridge_point, 19.5e12, 2.039e12, forbid=_forbid), 9.563511, rel=1e-6,
-               name="A100 fp32 ridge")
-ck.check_raises(ridge_point, 312e12, 0, name="ridge_point(bandwidth=0)")
+ck.case('A100_fp32_ridge', lambda: ridge_point(19.5e12, 2.039e12),
+        expect=ck.approx(9.563511, rel=1e-6), name='A100 fp32 ridge')
+ck.case('ridge_point_bandwidth_0', lambda: ridge_point(312e12, 0),
+        expect=ck.raises(ValueError), name='ridge_point(bandwidth=0)')
 ### END HIDDEN TESTS
 
 # %% [answer id=ex_gemm_intensity]
@@ -110,17 +112,18 @@ ck.check_close(ck.call(gemm_intensity, 3, 3, 3, 2), 1.0, name="gemm_intensity(3,
                reveal=True, unit="FLOP/byte")
 print("visible test passed")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_roofline.gemm, ref_roofline.arithmetic_intensity]
+ck.forbid(ref_roofline.gemm, ref_roofline.arithmetic_intensity)
 # recomputed: square n = 4096, bf16: n/3 = 1365.33
-ck.check_close(ck.call(gemm_intensity, 4096, 4096, 4096, 2, forbid=_forbid), 1365.3333,
-               rel=1e-6, name="4096^3 bf16")
+ck.case('4096_3_bf16', lambda: gemm_intensity(4096, 4096, 4096, 2),
+        expect=ck.approx(1365.3333, rel=1e-6), name='4096^3 bf16')
 # matrix-vector 4096x4096 @ 4096x1, bf16: 2*4096^2 / ((4096^2 + 2*4096)*2) = 0.999512
-ck.check_close(ck.call(gemm_intensity, 4096, 4096, 1, 2, forbid=_forbid), 0.99951195,
-               rel=1e-6, name="matrix-vector")
+ck.case('matrix-vector', lambda: gemm_intensity(4096, 4096, 1, 2),
+        expect=ck.approx(0.99951195, rel=1e-6), name='matrix-vector')
 # GPT-2 XL FFN, 32*1024 tokens x 1600 x 6400, fp16: 1231.8797 FLOP/byte (recomputed)
-ck.check_close(ck.call(gemm_intensity, 32768, 1600, 6400, 2, forbid=_forbid), 1231.8797,
-               rel=1e-6, name="GPT-2 XL FFN")
-ck.check_raises(gemm_intensity, 0, 4, 4, 2, name="gemm_intensity(m=0)")
+ck.case('GPT-2_XL_FFN', lambda: gemm_intensity(32768, 1600, 6400, 2),
+        expect=ck.approx(1231.8797, rel=1e-6), name='GPT-2 XL FFN')
+ck.case('gemm_intensity_m_0', lambda: gemm_intensity(0, 4, 4, 2),
+        expect=ck.raises(ValueError), name='gemm_intensity(m=0)')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -174,24 +177,25 @@ ck.check_exact(ck.call(classify, 32, 312e12, 2.039e12), "memory-bound", name="cl
                reveal=True)
 print("visible test passed: materialized attention reaches 65.2 of 312 TFLOP/s")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_roofline.attainable_flops, ref_roofline.bound, ref_roofline.ridge_point]
-# compute roof: GPT-2 XL FFN (1231.9 FLOP/byte) on the A100 -> 312e12
-ck.check_close(ck.call(attainable, 1231.88, 312e12, 2.039e12, forbid=_forbid), 312e12,
-               name="attainable(FFN)")
+ck.forbid(ref_roofline.attainable_flops, ref_roofline.bound, ref_roofline.ridge_point)
+# compute roof: an FFN-like 1,200 FLOP/byte on the A100 -> 312e12
+ck.case('attainable_FFN', lambda: attainable(1200.0, 312e12, 2.039e12),
+        expect=ck.approx(312e12), name='attainable(FFN)')
 # chapter Table 5 activation 0.5 FLOP/byte on the V100: 0.5 * 900e9 = 450e9
-ck.check_close(ck.call(attainable, 0.5, 125e12, 900e9, forbid=_forbid), 450e9,
-               name="attainable(activation) on V100")
-ck.check_exact(ck.call(classify, 1231.88, 312e12, 2.039e12, forbid=_forbid), "compute-bound",
-               name="classify(FFN)")
+ck.case('attainable_activation_on_V100', lambda: attainable(0.5, 125e12, 900e9),
+        expect=ck.approx(450e9), name='attainable(activation) on V100')
+ck.case('classify_FFN', lambda: classify(1200.0, 312e12, 2.039e12),
+        expect=ck.exactly("compute-bound"), name='classify(FFN)')
 # at exactly the ridge (156 = 312/2.0): compute-bound by convention
-ck.check_exact(ck.call(classify, 156.0, 312e12, 2.0e12, forbid=_forbid), "compute-bound",
-               name="classify(at ridge)")
+ck.case('classify_at_ridge', lambda: classify(156.0, 312e12, 2.0e12),
+        expect=ck.exactly("compute-bound"), name='classify(at ridge)')
 # 100 FLOP/byte: compute-bound on an fp32 A100 (ridge 9.56), memory-bound at bf16 (153)
-ck.check_exact(ck.call(classify, 100, 19.5e12, 2.039e12, forbid=_forbid), "compute-bound",
-               name="classify(100) fp32")
-ck.check_exact(ck.call(classify, 100, 312e12, 2.039e12, forbid=_forbid), "memory-bound",
-               name="classify(100) bf16")
-ck.check_raises(attainable, -1, 312e12, 2.039e12, name="attainable(-1)")
+ck.case('classify_100_fp32', lambda: classify(100, 19.5e12, 2.039e12),
+        expect=ck.exactly("compute-bound"), name='classify(100) fp32')
+ck.case('classify_100_bf16', lambda: classify(100, 312e12, 2.039e12),
+        expect=ck.exactly("memory-bound"), name='classify(100) bf16')
+ck.case('attainable_-1', lambda: attainable(-1, 312e12, 2.039e12),
+        expect=ck.raises(ValueError), name='attainable(-1)')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -288,24 +292,23 @@ ck.check_close(ck.call(accelerator_utilization, 200, 1000), 0.2, name="Eq 11: 20
                reveal=True)
 print("visible test passed: 20% utilization")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_pipeline.accelerator_utilization, ref_pipeline.preprocessing_rate,
-           ref_pipeline.system_rate]
+ck.forbid(ref_pipeline.accelerator_utilization, ref_pipeline.preprocessing_rate, ref_pipeline.system_rate)
 # chapter Eq 11 text: a 2,000 img/s accelerator -> 10 %
-ck.check_close(ck.call(accelerator_utilization, 200, 2000, forbid=_forbid), 0.1,
-               name="200 vs 2,000")
+ck.case('200_vs_2_000', lambda: accelerator_utilization(200, 2000),
+        expect=ck.approx(0.1), name='200 vs 2,000')
 # never above 1
-ck.check_close(ck.call(accelerator_utilization, 2000, 1000, forbid=_forbid), 1.0,
-               name="faster pipeline")
+ck.case('faster_pipeline', lambda: accelerator_utilization(2000, 1000),
+        expect=ck.approx(1.0), name='faster pipeline')
 # chapter §Data pipeline: one thread at 30 ms/batch -> 33.33 batches/s; 4 workers -> 133.33
-ck.check_close(ck.call(preprocessing_rate, 1, 0.030, forbid=_forbid), 33.333333, rel=1e-6,
-               name="1 worker, 30 ms")
-ck.check_close(ck.call(preprocessing_rate, 4, 0.030, forbid=_forbid), 133.33333, rel=1e-6,
-               name="4 workers, 30 ms")
+ck.case('1_worker_30_ms', lambda: preprocessing_rate(1, 0.030),
+        expect=ck.approx(33.333333, rel=1e-6), name='1 worker, 30 ms')
+ck.case('4_workers_30_ms', lambda: preprocessing_rate(4, 0.030),
+        expect=ck.approx(133.33333, rel=1e-6), name='4 workers, 30 ms')
 # Example 1.1: one core tokenizes a batch in 65.536 ms vs an 84.4 ms step -> utilization 1
-_rate_1core = ck.call(preprocessing_rate, 1, 0.065536, forbid=_forbid)
-_u = ck.call(accelerator_utilization, _rate_1core, 1 / 0.0844, forbid=_forbid)
-ck.check_close(_u, 1.0, name="Example 1.1, one core")
-ck.check_raises(accelerator_utilization, 200, 0, name="compute_rate=0")
+ck.case('Example_1.1_one_core', lambda: accelerator_utilization(preprocessing_rate(1, 0.065536), 1 / 0.0844),
+        expect=ck.approx(1.0), name='Example 1.1, one core')
+ck.case('compute_rate_0', lambda: accelerator_utilization(200, 0),
+        expect=ck.raises(ValueError), name='compute_rate=0')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -364,18 +367,21 @@ ck.check_close(_got[0], 0.055, name="serial", reveal=True, unit="s")
 ck.check_close(_got[1], 0.025, name="overlapped", reveal=True, unit="s")
 print("visible test passed: 55 ms serial, 25 ms overlapped")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_pipeline.serial_iteration_time, ref_pipeline.overlapped_iteration_time,
-           ref_pipeline.pipeline_total_time]
+ck.forbid(ref_pipeline.serial_iteration_time, ref_pipeline.overlapped_iteration_time, ref_pipeline.pipeline_total_time)
 # Example 1.1 after the fix: tokenize 8.192 ms, PCIe 0.01664 ms, step 84.4 ms
-_got = ck.call(iteration_times, [0.008192, 0.00001664, 0.0844], forbid=_forbid)
-ck.check_close(_got[0], 0.09260864, rel=1e-6, name="Example 1.1 serial")
-ck.check_close(_got[1], 0.0844, rel=1e-6, name="Example 1.1 overlapped")
+ck.case('Example_1.1_serial', lambda: iteration_times([0.008192, 0.00001664, 0.0844])[0],
+        expect=ck.approx(0.09260864, rel=1e-6), name='Example 1.1 serial')
+ck.case('Example_1.1_overlapped', lambda: iteration_times([0.008192, 0.00001664, 0.0844])[1],
+        expect=ck.approx(0.0844, rel=1e-6), name='Example 1.1 overlapped')
 # a single stage: both equal
-_got = ck.call(iteration_times, [0.3], forbid=_forbid)
-ck.check_close(_got[0], 0.3, name="single stage serial")
-ck.check_close(_got[1], 0.3, name="single stage overlapped")
-ck.check_raises(iteration_times, [], name="iteration_times([])")
-ck.check_raises(iteration_times, [0.1, -0.2], name="negative stage time")
+ck.case('single_stage_serial', lambda: iteration_times([0.3])[0],
+        expect=ck.approx(0.3), name='single stage serial')
+ck.case('single_stage_overlapped', lambda: iteration_times([0.3])[1],
+        expect=ck.approx(0.3), name='single stage overlapped')
+ck.case('iteration_times', lambda: iteration_times([]),
+        expect=ck.raises(ValueError), name='iteration_times([])')
+ck.case('negative_stage_time', lambda: iteration_times([0.1, -0.2]),
+        expect=ck.raises(ValueError), name='negative stage time')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -447,20 +453,24 @@ ck.check_close(ck.call(warp_utilization, 33), 0.515625, name="warp_utilization(3
                reveal=True)
 print("visible test passed: 51.6%")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_pipeline.warp_utilization, ref_pipeline.quantized_utilization,
-           ref_pipeline.wave_utilization, ref_pipeline.warps_needed]
+ck.forbid(ref_pipeline.warp_utilization, ref_pipeline.quantized_utilization, ref_pipeline.wave_utilization, ref_pipeline.warps_needed)
 # chapter Table 6: 65 -> 67.7 % (65/96)
-ck.check_close(ck.call(warp_utilization, 65, forbid=_forbid), 0.67708333, rel=1e-6,
-               name="batch 65")
-ck.check_close(ck.call(warp_utilization, 64, forbid=_forbid), 1.0, name="batch 64")
-ck.check_close(ck.call(warp_utilization, 32, forbid=_forbid), 1.0, name="batch 32")
+ck.case('batch_65', lambda: warp_utilization(65),
+        expect=ck.approx(0.67708333, rel=1e-6), name='batch 65')
+ck.case('batch_64', lambda: warp_utilization(64),
+        expect=ck.approx(1.0), name='batch 64')
+ck.case('batch_32', lambda: warp_utilization(32),
+        expect=ck.approx(1.0), name='batch 32')
 # recomputed: 97 -> 97/128 = 0.7578125 ; 1 -> 1/32
-ck.check_close(ck.call(warp_utilization, 97, forbid=_forbid), 0.7578125, name="batch 97")
-ck.check_close(ck.call(warp_utilization, 1, forbid=_forbid), 0.03125, name="batch 1")
+ck.case('batch_97', lambda: warp_utilization(97),
+        expect=ck.approx(0.7578125), name='batch 97')
+ck.case('batch_1', lambda: warp_utilization(1),
+        expect=ck.approx(0.03125), name='batch 1')
 # H100 wave of 132 SMs (Systems Perspective 1.6): 133 blocks -> 133/264
-ck.check_close(ck.call(warp_utilization, 133, 132, forbid=_forbid), 0.50378788, rel=1e-6,
-               name="133 blocks on 132 SMs")
-ck.check_raises(warp_utilization, 0, name="warp_utilization(0)")
+ck.case('133_blocks_on_132_SMs', lambda: warp_utilization(133, 132),
+        expect=ck.approx(0.50378788, rel=1e-6), name='133 blocks on 132 SMs')
+ck.case('warp_utilization_0', lambda: warp_utilization(0),
+        expect=ck.raises(ValueError), name='warp_utilization(0)')
 ### END HIDDEN TESTS
 
 # %%
@@ -528,36 +538,37 @@ ck.check_exact(ck.call(diagnose, 0.18, 0.1, 1.0, idle_gaps=True), "data-bound",
                name="Self-Check 4 Run B", reveal=True)
 print("visible test passed: Run B is data-bound")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_roofline.diagnose_bottleneck, ref_roofline.recommend_technique]
+ck.forbid(ref_roofline.diagnose_bottleneck, ref_roofline.recommend_technique)
 # chapter Self-Check 4 Q3 Run A (answer key): 92 %, HBM saturated, CPU idle -> compute-bound
-ck.check_exact(ck.call(diagnose, 0.92, 0.95, 0.05, forbid=_forbid), "compute-bound",
-               name="Run A")
+ck.case('Run_A', lambda: diagnose(0.92, 0.95, 0.05),
+        expect=ck.exactly("compute-bound"), name='Run A')
 # Self-Check 4 Q2: white gaps, CPU sustained, HBM low -> data-bound
-ck.check_exact(ck.call(diagnose, 0.35, 0.1, 0.9, True, forbid=_forbid), "data-bound",
-               name="Self-Check 4 Q2 trace")
+ck.case('Self-Check_4_Q2_trace', lambda: diagnose(0.35, 0.1, 0.9, True),
+        expect=ck.exactly("data-bound"), name='Self-Check 4 Q2 trace')
 # Table 7 memory-bound row: 50-80 % utilization, high bandwidth
-ck.check_exact(ck.call(diagnose, 0.65, 0.85, 0.2, forbid=_forbid), "memory-bound",
-               name="Table 7 memory row")
+ck.case('Table_7_memory_row', lambda: diagnose(0.65, 0.85, 0.2),
+        expect=ck.exactly("memory-bound"), name='Table 7 memory row')
 # Table 7 compute-bound row: >90 %, low bandwidth
-ck.check_exact(ck.call(diagnose, 0.95, 0.2, 0.1, forbid=_forbid), "compute-bound",
-               name="Table 7 compute row")
+ck.case('Table_7_compute_row', lambda: diagnose(0.95, 0.2, 0.1),
+        expect=ck.exactly("compute-bound"), name='Table 7 compute row')
 # Example 1.3 step 1: 95.7 GB on a 32 GB V100 -> capacity-bound
-ck.check_exact(ck.call(diagnose, 0.0, 0.0, 0.0, oom=True, forbid=_forbid), "capacity-bound",
-               name="Example 1.3 OOM")
+ck.case('Example_1.3_OOM', lambda: diagnose(0.0, 0.0, 0.0, oom=True),
+        expect=ck.exactly("capacity-bound"), name='Example 1.3 OOM')
 # gaps but idle CPU: not the input pipeline (rule 2 needs CPU >= 0.8)
-ck.check_exact(ck.call(diagnose, 0.45, 0.3, 0.2, True, forbid=_forbid), "overhead-bound",
-               name="gaps, idle CPU")
+ck.case('gaps_idle_CPU', lambda: diagnose(0.45, 0.3, 0.2, True),
+        expect=ck.exactly("overhead-bound"), name='gaps, idle CPU')
 # Example 1.3 after the data fix: 85 %, HBM moderate (0.5), CPU 0.3 -> overhead-bound
-ck.check_exact(ck.call(diagnose, 0.85, 0.5, 0.3, forbid=_forbid), "overhead-bound",
-               name="85 %, moderate HBM")
+ck.case('85_moderate_HBM', lambda: diagnose(0.85, 0.5, 0.3),
+        expect=ck.exactly("overhead-bound"), name='85 %, moderate HBM')
 # boundaries: exactly 0.9 -> compute; exactly 0.6 HBM -> memory; CPU exactly 0.8 -> data
-ck.check_exact(ck.call(diagnose, 0.9, 0.7, 0.1, forbid=_forbid), "compute-bound",
-               name="gpu_util = 0.9")
-ck.check_exact(ck.call(diagnose, 0.7, 0.6, 0.1, forbid=_forbid), "memory-bound",
-               name="hbm_util = 0.6")
-ck.check_exact(ck.call(diagnose, 0.5, 0.2, 0.8, True, forbid=_forbid), "data-bound",
-               name="cpu_util = 0.8")
-ck.check_raises(diagnose, 92, 0.5, 0.1, name="gpu_util=92 (percent, not fraction)")
+ck.case('gpu_util_0.9', lambda: diagnose(0.9, 0.7, 0.1),
+        expect=ck.exactly("compute-bound"), name='gpu_util = 0.9')
+ck.case('hbm_util_0.6', lambda: diagnose(0.7, 0.6, 0.1),
+        expect=ck.exactly("memory-bound"), name='hbm_util = 0.6')
+ck.case('cpu_util_0.8', lambda: diagnose(0.5, 0.2, 0.8, True),
+        expect=ck.exactly("data-bound"), name='cpu_util = 0.8')
+ck.case('gpu_util_92_percent_not_fraction', lambda: diagnose(92, 0.5, 0.1),
+        expect=ck.raises(ValueError), name='gpu_util=92 (percent, not fraction)')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -596,20 +607,21 @@ for _label in ("data-bound", "memory-bound", "compute-bound", "capacity-bound",
     assert _fix in OPTIONS, f"prescribe({_label!r}) = {_fix!r} is not one of OPTIONS"
 print("visible checks passed (every answer is one of OPTIONS)")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_roofline.recommend_technique, ref_roofline.diagnose_bottleneck]
+ck.forbid(ref_roofline.recommend_technique, ref_roofline.diagnose_bottleneck)
 # chapter Table 9 rows: data movement, compute throughput, memory bandwidth (attn.), capacity
-ck.check_exact(ck.call(prescribe, "data-bound", forbid=_forbid),
-               "prefetching & pipeline overlap", name="data-bound")
-ck.check_exact(ck.call(prescribe, "compute-bound", forbid=_forbid),
-               "mixed-precision training", name="compute-bound")
-ck.check_exact(ck.call(prescribe, "memory-bound", forbid=_forbid),
-               "FlashAttention / operator fusion", name="memory-bound")
-ck.check_exact(ck.call(prescribe, "capacity-bound", forbid=_forbid),
-               "gradient accumulation & activation checkpointing", name="capacity-bound")
+ck.case('data-bound', lambda: prescribe("data-bound"),
+        expect=ck.exactly("prefetching & pipeline overlap"), name='data-bound')
+ck.case('compute-bound', lambda: prescribe("compute-bound"),
+        expect=ck.exactly("mixed-precision training"), name='compute-bound')
+ck.case('memory-bound', lambda: prescribe("memory-bound"),
+        expect=ck.exactly("FlashAttention / operator fusion"), name='memory-bound')
+ck.case('capacity-bound', lambda: prescribe("capacity-bound"),
+        expect=ck.exactly("gradient accumulation & activation checkpointing"), name='capacity-bound')
 # course convention (not in Table 9)
-ck.check_exact(ck.call(prescribe, "overhead-bound", forbid=_forbid),
-               "larger batch / kernel fusion / CUDA graphs", name="overhead-bound")
-ck.check_raises(prescribe, "io-bound", name="prescribe('io-bound')")
+ck.case('overhead-bound', lambda: prescribe("overhead-bound"),
+        expect=ck.exactly("larger batch / kernel fusion / CUDA graphs"), name='overhead-bound')
+ck.case('prescribe_io-bound', lambda: prescribe("io-bound"),
+        expect=ck.raises(ValueError), name="prescribe('io-bound')")
 ### END HIDDEN TESTS
 
 # %% [markdown]

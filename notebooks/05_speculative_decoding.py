@@ -102,24 +102,27 @@ ck.check_exact(_emitted, ["Paris", ",", "and", "it"], name="emitted (worked exam
                reveal=True)
 print(f"visible test passed: {_n} drafts accepted, {len(_emitted)} tokens from one target pass")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_spec.verify_greedy]
+ck.forbid(ref_spec.verify_greedy)
 # all accepted + bonus token (Leviathan et al. 2023, §2)
-_r = ck.call(verify_greedy_tokens, [4, 8, 15], [4, 8, 15, 16], forbid=_forbid)
-ck.check_exact(_r[0], 3, name="n_accepted, all match")
-ck.check_exact(list(_r[1]), [4, 8, 15, 16], name="emitted, all match + bonus")
+ck.case('n_accepted_all_match', lambda: verify_greedy_tokens([4, 8, 15], [4, 8, 15, 16])[0],
+        expect=ck.exactly(3), name='n_accepted, all match')
+ck.case('emitted_all_match_bonus', lambda: list(verify_greedy_tokens([4, 8, 15], [4, 8, 15, 16])[1]),
+        expect=ck.exactly([4, 8, 15, 16]), name='emitted, all match + bonus')
 # all accepted, no bonus position supplied
-_r = ck.call(verify_greedy_tokens, [4, 8, 15], [4, 8, 15], forbid=_forbid)
-ck.check_exact(_r[0], 3, name="n_accepted, no bonus")
-ck.check_exact(list(_r[1]), [4, 8, 15], name="emitted, no bonus")
+ck.case('n_accepted_no_bonus', lambda: verify_greedy_tokens([4, 8, 15], [4, 8, 15])[0],
+        expect=ck.exactly(3), name='n_accepted, no bonus')
+ck.case('emitted_no_bonus', lambda: list(verify_greedy_tokens([4, 8, 15], [4, 8, 15])[1]),
+        expect=ck.exactly([4, 8, 15]), name='emitted, no bonus')
 # first draft rejected: the target's token still comes out
-_r = ck.call(verify_greedy_tokens, [7, 8, 9], [1, 8, 9, 10], forbid=_forbid)
-ck.check_exact(_r[0], 0, name="n_accepted, first rejected")
-ck.check_exact(list(_r[1]), [1], name="emitted, first rejected")
+ck.case('n_accepted_first_rejected', lambda: verify_greedy_tokens([7, 8, 9], [1, 8, 9, 10])[0],
+        expect=ck.exactly(0), name='n_accepted, first rejected')
+ck.case('emitted_first_rejected', lambda: list(verify_greedy_tokens([7, 8, 9], [1, 8, 9, 10])[1]),
+        expect=ck.exactly([1]), name='emitted, first rejected')
 # a later match after a mismatch does not count
-_r = ck.call(verify_greedy_tokens, ["a", "b", "c", "d"], ["a", "x", "c", "d", "e"],
-             forbid=_forbid)
-ck.check_exact(_r[0], 1, name="n_accepted, match after mismatch")
-ck.check_exact(list(_r[1]), ["a", "x"], name="emitted, match after mismatch")
+ck.case('n_accepted_match_after_mismatch', lambda: verify_greedy_tokens(["a", "b", "c", "d"], ["a", "x", "c", "d", "e"])[0],
+        expect=ck.exactly(1), name='n_accepted, match after mismatch')
+ck.case('emitted_match_after_mismatch', lambda: list(verify_greedy_tokens(["a", "b", "c", "d"], ["a", "x", "c", "d", "e"])[1]),
+        expect=ck.exactly(["a", "x"]), name='emitted, match after mismatch')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -167,17 +170,22 @@ ck.check_close(ck.call(expected_tokens, 0.8, 3), 2.952, name="expected_tokens(0.
                reveal=True, unit="tokens")
 print("visible test passed: alpha=0.8, k=3 gives 2.952 tokens per target pass")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_spec.expected_tokens_per_step, ref_spec.expected_accepted_drafts,
-           ref_spec.walltime_speedup]
+ck.forbid(ref_spec.expected_tokens_per_step, ref_spec.expected_accepted_drafts, ref_spec.walltime_speedup)
 # recomputed: (1 - 0.6^6)/0.4 = 2.38336
-ck.check_close(ck.call(expected_tokens, 0.6, 5, forbid=_forbid), 2.38336, name="(0.6, 5)")
+ck.case('0.6_5', lambda: expected_tokens(0.6, 5),
+        expect=ck.approx(2.38336), name='(0.6, 5)')
 # recomputed: (1 - 0.9^8)/0.1 = 5.6953279
-ck.check_close(ck.call(expected_tokens, 0.9, 7, forbid=_forbid), 5.6953279, name="(0.9, 7)")
+ck.case('0.9_7', lambda: expected_tokens(0.9, 7),
+        expect=ck.approx(5.6953279), name='(0.9, 7)')
 # special cases: alpha = 0 -> 1 token; alpha = 1 -> k + 1 (Leviathan §3.3)
-ck.check_close(ck.call(expected_tokens, 0.0, 7, forbid=_forbid), 1.0, name="(0, 7)")
-ck.check_close(ck.call(expected_tokens, 1.0, 4, forbid=_forbid), 5.0, name="(1, 4)")
-ck.check_raises(expected_tokens, 1.2, 3, name="expected_tokens(alpha=1.2)")
-ck.check_raises(expected_tokens, 0.5, 0, name="expected_tokens(k=0)")
+ck.case('0_7', lambda: expected_tokens(0.0, 7),
+        expect=ck.approx(1.0), name='(0, 7)')
+ck.case('1_4', lambda: expected_tokens(1.0, 4),
+        expect=ck.approx(5.0), name='(1, 4)')
+ck.case('expected_tokens_alpha_1.2', lambda: expected_tokens(1.2, 3),
+        expect=ck.raises(ValueError), name='expected_tokens(alpha=1.2)')
+ck.case('expected_tokens_k_0', lambda: expected_tokens(0.5, 0),
+        expect=ck.raises(ValueError), name='expected_tokens(k=0)')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -226,19 +234,23 @@ ck.check_close(ck.call(speedup, 0.8, 3, 0.1), 2.952 / 1.3, name="speedup(0.8, 3,
                reveal=True)
 print(f"visible test passed: speedup(0.8, 3, 0.1) = {speedup(0.8, 3, 0.1):.4f}x")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_spec.walltime_speedup, ref_spec.expected_tokens_per_step,
-           ref_spec.time_per_token]
+ck.forbid(ref_spec.walltime_speedup, ref_spec.expected_tokens_per_step, ref_spec.time_per_token)
 # k = 1: (1 + alpha)/(1 + c), recomputed 1.5/1.18
-ck.check_close(ck.call(speedup, 0.5, 1, 0.18, forbid=_forbid), 1.2711864406779663,
-               name="speedup(0.5, 1, 0.18)")
+ck.case('speedup_0.5_1_0.18', lambda: speedup(0.5, 1, 0.18),
+        expect=ck.approx(1.2711864406779663), name='speedup(0.5, 1, 0.18)')
 # recomputed: (1 - 0.8^7)/0.2/1.6 = 3.951424/1.6
-ck.check_close(ck.call(speedup, 0.8, 6, 0.1, forbid=_forbid), 2.46964, name="speedup(0.8, 6, 0.1)")
+ck.case('speedup_0.8_6_0.1', lambda: speedup(0.8, 6, 0.1),
+        expect=ck.approx(2.46964), name='speedup(0.8, 6, 0.1)')
 # alpha = 1: (k + 1)/(k c + 1) = 5/2
-ck.check_close(ck.call(speedup, 1.0, 4, 0.25, forbid=_forbid), 2.5, name="speedup(1, 4, 0.25)")
+ck.case('speedup_1_4_0.25', lambda: speedup(1.0, 4, 0.25),
+        expect=ck.approx(2.5), name='speedup(1, 4, 0.25)')
 # alpha = 0: every draft wasted, 1/(k c + 1) = 1/1.5
-ck.check_close(ck.call(speedup, 0.0, 5, 0.1, forbid=_forbid), 1 / 1.5, name="speedup(0, 5, 0.1)")
-ck.check_raises(speedup, 0.5, 3, -0.1, name="speedup(c=-0.1)")
-ck.check_raises(speedup, -0.5, 3, 0.1, name="speedup(alpha=-0.5)")
+ck.case('speedup_0_5_0.1', lambda: speedup(0.0, 5, 0.1),
+        expect=ck.approx(1 / 1.5), name='speedup(0, 5, 0.1)')
+ck.case('speedup_c_-0.1', lambda: speedup(0.5, 3, -0.1),
+        expect=ck.raises(ValueError), name='speedup(c=-0.1)')
+ck.case('speedup_alpha_-0.5', lambda: speedup(-0.5, 3, 0.1),
+        expect=ck.raises(ValueError), name='speedup(alpha=-0.5)')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -335,18 +347,22 @@ ck.check_exact(ck.call(best_draft_length, 0.8, 0.1), 6, name="best_draft_length(
                reveal=True)
 print("visible test passed: alpha=0.8, c=0.1 -> best k = 6")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_spec.optimal_draft_length, ref_spec.walltime_speedup,
-           ref_spec.expected_tokens_per_step]
+ck.forbid(ref_spec.optimal_draft_length, ref_spec.walltime_speedup, ref_spec.expected_tokens_per_step)
 # recomputed: argmax_k (1-0.6^(k+1))/(0.4(0.05k+1)) -> k = 4 (1.9213x)
-ck.check_exact(ck.call(best_draft_length, 0.6, 0.05, forbid=_forbid), 4, name="(0.6, 0.05)")
+ck.case('0.6_0.05', lambda: best_draft_length(0.6, 0.05),
+        expect=ck.exactly(4), name='(0.6, 0.05)')
 # recomputed: argmax_k (1-0.9^(k+1))/(0.1(0.05k+1)) -> k = 13 (4.6741x)
-ck.check_exact(ck.call(best_draft_length, 0.9, 0.05, forbid=_forbid), 13, name="(0.9, 0.05)")
+ck.case('0.9_0.05', lambda: best_draft_length(0.9, 0.05),
+        expect=ck.exactly(13), name='(0.9, 0.05)')
 # H200 GPT-2 124M/1.5B c = 0.18 at alpha = 0.5: k = 2 (1.75/1.36 = 1.2868x)
-ck.check_exact(ck.call(best_draft_length, 0.5, 0.18, forbid=_forbid), 2, name="(0.5, 0.18)")
+ck.case('0.5_0.18', lambda: best_draft_length(0.5, 0.18),
+        expect=ck.exactly(2), name='(0.5, 0.18)')
 # c = 0: drafting is free, longer never hurts -> k_max
-ck.check_exact(ck.call(best_draft_length, 0.7, 0.0, 10, forbid=_forbid), 10, name="c = 0")
+ck.case('c_0', lambda: best_draft_length(0.7, 0.0, 10),
+        expect=ck.exactly(10), name='c = 0')
 # alpha = 0: nothing is accepted, the shortest draft wastes least
-ck.check_exact(ck.call(best_draft_length, 0.0, 0.3, forbid=_forbid), 1, name="alpha = 0")
+ck.case('alpha_0', lambda: best_draft_length(0.0, 0.3),
+        expect=ck.exactly(1), name='alpha = 0')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -424,15 +440,14 @@ ck.check_exact(ck.call(speculative_sample, _p, _q, 1, 0.7, 0.3), 0,
                name="rejected draft resampled from the residual [1, 0, 0]", reveal=True)
 print("visible test passed: accept below p/q, resample from max(0, p - q) above it")
 ### BEGIN HIDDEN TESTS
-_forbid = [ref_spec.speculative_token, ref_spec.residual_distribution,
-           ref_spec.speculative_step, ref_spec.output_distribution]
+ck.forbid(ref_spec.speculative_token, ref_spec.residual_distribution, ref_spec.speculative_step, ref_spec.output_distribution)
 
 
 def _enumerate_outputs(fn, p4, q4):
     """Exact output distribution: every draft x (weight q), both uniforms on the midpoints
     of a 12-point grid. Entries are multiples of 1/4, so every threshold p/q and residual
     CDF is a multiple of 1/12 and the grid reproduces each probability exactly.
-    Returns integer weights; the rule is exact iff they equal p4 * 144 (recomputed)."""
+    Returns integer weights, one per output token."""
     p, q = [a / 4 for a in p4], [b / 4 for b in q4]
     grid = [(j + 0.5) / 12 for j in range(12)]
     out = [0] * len(p)
@@ -446,13 +461,18 @@ def _enumerate_outputs(fn, p4, q4):
 
 
 # pairs of distributions in quarters; a correct rule gives 144 * p4 (Leviathan Thm 3.5)
-for _p4, _q4 in (([2, 1, 1], [1, 2, 1]), ([0, 1, 3, 0], [2, 1, 0, 1]),
-                 ([1, 1, 1, 1], [4, 0, 0, 0]), ([3, 0, 1], [1, 3, 0])):
-    _got = ck.call(_enumerate_outputs, speculative_sample, _p4, _q4, forbid=_forbid)
-    ck.check_exact(_got, [a * 144 for a in _p4], name=f"exact output distribution, p={_p4}/4")
+ck.case("exact_dist_a", lambda: _enumerate_outputs(speculative_sample, [2, 1, 1], [1, 2, 1]),
+        expect=ck.exactly([288, 144, 144]), name="exact output distribution, p=[2, 1, 1]/4")
+ck.case("exact_dist_b", lambda: _enumerate_outputs(speculative_sample, [0, 1, 3, 0], [2, 1, 0, 1]),
+        expect=ck.exactly([0, 144, 432, 0]), name="exact output distribution, p=[0, 1, 3, 0]/4")
+ck.case("exact_dist_c", lambda: _enumerate_outputs(speculative_sample, [1, 1, 1, 1], [4, 0, 0, 0]),
+        expect=ck.exactly([144, 144, 144, 144]),
+        name="exact output distribution, p=[1, 1, 1, 1]/4")
+ck.case("exact_dist_d", lambda: _enumerate_outputs(speculative_sample, [3, 0, 1], [1, 3, 0]),
+        expect=ck.exactly([432, 0, 144]), name="exact output distribution, p=[3, 0, 1]/4")
 # the residual never emits the rejected token itself
-ck.check_exact(ck.call(speculative_sample, [0.1, 0.6, 0.3], [0.4, 0.4, 0.2], 0, 0.9, 0.0,
-                       forbid=_forbid), 1, name="residual at u_resample=0")
+ck.case('residual_at_u_resample_0', lambda: speculative_sample([0.1, 0.6, 0.3], [0.4, 0.4, 0.2], 0, 0.9, 0.0),
+        expect=ck.exactly(1), name='residual at u_resample=0')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -554,15 +574,15 @@ print(f"visible test passed; Mixtral at k=5 reads {moe_verify_ratio(5, 8, 2, 47e
       "the bytes of a one-token pass")
 ### BEGIN HIDDEN TESTS
 # recomputed: e = 34e9/6, s = 13e9 - 2e; (s + 8e(1 - 0.75^5))/13e9 = 2.787860576923077
-ck.check_close(ck.call(moe_verify_ratio, 5, 8, 2, 47e9, 13e9), 2.787860576923077,
-               name="Mixtral, k=5")
+ck.case('Mixtral_k_5', lambda: moe_verify_ratio(5, 8, 2, 47e9, 13e9),
+        expect=ck.approx(2.787860576923077), name='Mixtral, k=5')
 # recomputed: (s + 8e(1 - 0.75^2))/13e9 = 1.6538461538461537
-ck.check_close(ck.call(moe_verify_ratio, 2, 8, 2, 47e9, 13e9), 1.6538461538461537,
-               name="Mixtral, k=2")
+ck.case('Mixtral_k_2', lambda: moe_verify_ratio(2, 8, 2, 47e9, 13e9),
+        expect=ck.approx(1.6538461538461537), name='Mixtral, k=2')
 # DeepSeek-V3-like (671B total, 37B active, 6 of 64 routed experts; shared experts folded
 # into s), k=4, recomputed with the same formula: 5.381570352090372
-ck.check_close(ck.call(moe_verify_ratio, 4, 64, 6, 671e9, 37e9), 5.381570352090372,
-               name="64 experts, top 6, k=4")
+ck.case('64_experts_top_6_k_4', lambda: moe_verify_ratio(4, 64, 6, 671e9, 37e9),
+        expect=ck.approx(5.381570352090372), name='64 experts, top 6, k=4')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -582,7 +602,8 @@ ck.check_exact(moe_best_k_answer in ("smaller", "the same", "larger"), True,
                name='moe_best_k_answer is one of "smaller", "the same", "larger"', reveal=True)
 ### BEGIN HIDDEN TESTS
 # recomputed: speedup(k) = E(k)/(0.1k + ratio(k)): 1.64x at k=1, 1.32x at k=2, ... -> best k=1
-ck.check_exact(moe_best_k_answer.strip().lower(), "smaller", name="moe_best_k_answer")
+ck.case('moe_best_k_answer', lambda: moe_best_k_answer.strip().lower(),
+        expect=ck.exactly("smaller"), name='moe_best_k_answer')
 ### END HIDDEN TESTS
 
 # %%

@@ -5,6 +5,11 @@ the grading pipeline must report for it. Scores come from the assignment's point
 (tests/test_course.py): test_static_memory 2, test_activations 3, test_zero 3,
 test_min_gpus 3, test_checkpoint 2, test_loss_scale 2, test_kv_cache 2 (17 in all);
 the sample student bob solves static, zero, checkpoint and kv (9).
+
+Every attack must earn at most the honest score of the code it carries: the untouched
+stubs 0, the full solution 17, and 0 for an item that delegates to coursekit. The cases
+under "forging the verdict" are the attacks of issue #11, which earned 17/17 from stubs
+before grading moved outside the kernel.
 """
 
 from __future__ import annotations
@@ -38,6 +43,26 @@ def _prepend(nb, grade_id, code):
 def _append(nb, grade_id, code):
     cell = _cell(nb, grade_id)
     cell["source"] = _src(cell) + "\n" + code
+
+
+FUNCTIONS = {"ex_static_memory": "static_memory_bytes", "ex_activations": "activation_bytes_layer",
+             "ex_zero": "zero_memory_per_gpu", "ex_min_gpus": "min_gpus_to_fit",
+             "ex_checkpoint": "best_checkpoint_count", "ex_loss_scale": "loss_scale_for",
+             "ex_kv_cache": "kv_cache_bytes"}
+
+
+def _insert_after(nb, grade_id, code):
+    """Add a new student cell (no metadata) after the cell ``grade_id``."""
+    index = nb["cells"].index(_cell(nb, grade_id))
+    nb["cells"].insert(index + 1, {"cell_type": "code", "metadata": {}, "source": code,
+                                   "outputs": [], "execution_count": None,
+                                   "id": f"added-{index}"})
+
+
+def _every_answer(nb, body):
+    """Replace every answer function by ``def name(*args, **kwargs): <body>``."""
+    for gid, name in FUNCTIONS.items():
+        _cell(nb, gid)["source"] = f"def {name}(*args, **kwargs):\n" + body
 
 
 def _write(root: Path, student: str, nb, name=f"{AID}.ipynb", raw: bytes | None = None):
@@ -160,7 +185,7 @@ def build(root: Path) -> dict:
     _write(root, "always_equal", nb)
     case("always_equal", "graded", 11, "zero (3) rejected by type; min_gpus (3) uses it")
 
-    nb = _load(root, "alice")  # right answers, but the checkers patched: no credit at all
+    nb = _load(root, "carol")  # stubs, and every comparator the kernel has patched
     _prepend(nb, "ex_static_memory",
              "import math, builtins, numpy as np\n"
              "math.isclose = lambda *a, **k: True\n"
@@ -168,7 +193,7 @@ def build(root: Path) -> dict:
              "np.allclose = lambda *a, **k: True\n"
              "builtins.abs = lambda x: 0\n")
     _write(root, "patches_checkers", nb)
-    case("patches_checkers", "graded", 0, "integrity check fails every test")
+    case("patches_checkers", "graded", 0, "comparisons happen outside the kernel")
 
     nb = _load(root, "alice")
     _append(nb, "ex_zero",
@@ -193,6 +218,126 @@ def build(root: Path) -> dict:
             "    return 0")
     _write(root, "frame_reader", nb)
     case("frame_reader", "graded", 15, "no test frame above the student's function")
+
+    # -- forging the verdict (issue #11: each of these scored 17/17 from stubs) -----------
+    nb = _load(root, "carol")
+    for c in nb["cells"]:
+        meta = c.setdefault("metadata", {})
+        if meta.get("nbgrader", {}).get("grade"):
+            meta["tags"] = ["skip-execution"]
+            meta["nbgrader"]["points"] = 100
+        if meta.get("nbgrader", {}).get("solution"):
+            meta["nbgrader"].update(grade=True, points=100)
+    nb["metadata"]["kernelspec"] = {"name": "python3", "display_name": "mine",
+                                    "language": "python"}
+    _write(root, "skip_execution", nb)
+    case("skip_execution", "graded", 0, "template metadata: tags and points ignored")
+
+    nb = _load(root, "carol")
+    _every_answer(nb, "    get_ipython().displayhook('graded')\n    return 0\n")
+    _write(root, "displayhook", nb)
+    case("displayhook", "graded", 0, "outputs never decide a score")
+
+    nb = _load(root, "carol")
+    _insert_after(nb, "setup", (
+        "import ast as _ast\n"
+        "def _from_running_test(*args, **kwargs):\n"
+        "    tree = _ast.parse(In[-1])\n"
+        "    nums = [n.value for n in _ast.walk(tree) if isinstance(n, _ast.Constant)\n"
+        "            and type(n.value) in (int, float)]\n"
+        "    return max(nums) if nums else 0\n"))
+    _every_answer(nb, "    return _from_running_test()\n")
+    _write(root, "reads_running_test", nb)
+    case("reads_running_test", "graded", 0, "the running test holds no expected value")
+
+    nb = _load(root, "carol")
+    _insert_after(nb, "setup", (
+        "import ast as _ast\n"
+        "ip = get_ipython()\n"
+        "class _Wrap(_ast.NodeTransformer):\n"
+        "    def visit_Module(self, node):\n"
+        "        handler = _ast.ExceptHandler(type=None, name=None, body=[_ast.Pass()])\n"
+        "        node.body = [_ast.Try(body=node.body or [_ast.Pass()], handlers=[handler],\n"
+        "                              orelse=[], finalbody=[])]\n"
+        "        return _ast.fix_missing_locations(node)\n"
+        "ip.ast_transformers.append(_Wrap())\n"
+        "ip.input_transformers_post.append(lambda lines: lines)\n"
+        "ip.events.register('pre_run_cell', lambda info: print('all tests passed'))\n"
+        "ip.set_custom_exc((BaseException,), lambda *a, **k: None)\n"
+        "ck = None\n"))
+    _write(root, "kernel_hooks", nb)
+    case("kernel_hooks", "graded", 0, "hooks change outputs, never records or verdicts")
+
+    nb = _load(root, "carol")
+    _insert_after(nb, "setup", (
+        "import sys as _sys, numpy as _np\n"
+        "class _Sneaky(_np.float64):\n"
+        "    pass\n"
+        "_Sneaky.__module__ = 'numpy'\n"
+        "def _expected_from_frames(*args, **kwargs):\n"
+        "    frame = _sys._getframe(1)\n"
+        "    while frame is not None:\n"
+        "        for name in ('expected', 'expect', 'e'):\n"
+        "            if name in frame.f_locals:\n"
+        "                return _Sneaky(frame.f_locals[name])\n"
+        "        frame = frame.f_back\n"
+        "    return _Sneaky(0.0)\n"))
+    _every_answer(nb, "    return _expected_from_frames()\n")
+    _write(root, "numpy_subclass_frames", nb)
+    case("numpy_subclass_frames", "graded", 0, "no expected value in any kernel frame")
+
+    nb = _load(root, "alice")
+    _append(nb, "ex_zero", (
+        "import importlib.util as _u\n"
+        "import coursekit.training.memory as _orig\n"
+        "_spec = _u.spec_from_file_location('coursekit.training._copy', _orig.__file__)\n"
+        "_fresh = _u.module_from_spec(_spec)\n"
+        "_spec.loader.exec_module(_fresh)\n"
+        "def zero_memory_per_gpu(n_params, dp, stage, recipe):\n"
+        "    r = _fresh.Recipe('x', recipe['weights'], recipe['gradients'], recipe['master'],\n"
+        "                      recipe['optimizer'])\n"
+        "    return _fresh.zero_bytes_per_gpu(n_params, dp, stage, r).total\n"))
+    _write(root, "fresh_module_copy", nb)
+    case("fresh_module_copy", "graded", 11, "delegation found statically: zero (3) and "
+                                            "min_gpus (3), which calls it, earn 0")
+
+    nb = _load(root, "alice")
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "execution_count": None,
+                        "outputs": [], "id": "leak-cell", "source": (
+                            "for _i, _src in enumerate(In):\n"
+                            "    if 'HIDDEN' in _src or '_record_' in _src:\n"
+                            "        print(_i, _src)\n")})
+    _write(root, "feedback_leak", nb)
+    case("feedback_leak", "graded", 17, "prints the executed hidden code into feedback; "
+                                        "it holds no expected value")
+
+    nb = _load(root, "bob")
+    _cell(nb, "ex_activations")["source"] = (
+        "def activation_bytes_layer(seq_len, micro_batch, hidden, n_heads, recompute='none'):\n"
+        "    sbh = seq_len * micro_batch * hidden\n"
+        "    if recompute == 'none':\n"
+        "        return sbh * (34 + 5 * n_heads * seq_len / hidden)\n"
+        "    if recompute == 'full':\n"
+        "        return 2 * sbh\n"
+        "    raise ValueError(recompute)  # selective recomputation not done yet\n")
+    _write(root, "partly_right", nb)
+    case("partly_right", "graded", 11.4, "per-case points: 4 of 5 activation cases (2.4)")
+
+    nb = _load(root, "alice")
+    _append(nb, "ex_kv_cache", (
+        "from coursekit.grading.checks import _emit as _e\n"
+        "_honest_kv = kv_cache_bytes\n"
+        "_n = [0]\n"
+        "def kv_cache_bytes(*args, **kwargs):\n"
+        "    value = _honest_kv(*args, **kwargs)\n"
+        "    _n[0] += 1\n"
+        "    for case in ('Llama-2-7B_4096_tokens', 'Llama-2-70B_batch_8', 'GPT-2_XL_fp8'):\n"
+        "        _e({'cell': 'test_kv_cache', 'case': case, 'outcome': 'value',\n"
+        "            'value': value})\n"
+        "    return value\n"))
+    _write(root, "forged_records", nb)
+    case("forged_records", "graded", 15, "extra records for its own cases are duplicates: "
+                                         "forging can only lose points")
 
     # -- escaping the sandbox -------------------------------------------------------------
     source_nb = root / "source" / AID / f"{AID}.ipynb"

@@ -3,6 +3,7 @@ pre-check, parallel sandboxed autograde, journal, report, feedback."""
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -11,7 +12,8 @@ import time
 
 import pytest
 
-from coursekit.grading import grader, pipeline
+from coursekit.grading import build, grader, pipeline
+from coursekit.grading import report as reportmod
 from coursekit.grading.sandbox import UID_BASE, capabilities
 
 from . import hostile_corpus
@@ -123,7 +125,63 @@ def test_feedback_never_shows_hidden_tests(hostile):
     for html in feedback:
         text = html.read_text()
         assert "BEGIN HIDDEN TESTS" not in text
-        assert "_forbid = [" not in text  # a line that only hidden tests contain
+    # the leak cell printed the executed recording code into its own feedback; that code
+    # holds inputs but no expected value (tests/test_leaks.py checks every value)
+    leak = (root / "feedback" / "feedback_leak" / hostile_corpus.AID /
+            f"{hostile_corpus.AID}.html").read_text()
+    assert "_record_(" in leak
+    from .test_leaks import distinctive_answers, find_answers
+
+    assert find_answers(leak, distinctive_answers(hostile_corpus.AID)) == []
+
+
+def test_dynamic_code_is_flagged_for_review(hostile):
+    root = hostile[0]
+    text = (root / "reports" / "grades.txt").read_text()
+    review = text.split("flagged for review:")[1]
+    for student in ("displayhook", "kernel_hooks", "fresh_module_copy",
+                    "numpy_subclass_frames"):
+        assert f"{student}/{hostile_corpus.AID}" in review, student
+    assert "correct/" not in review and "partial/" not in review
+    cases = (root / "reports" / "cases.csv").read_text()
+    assert "fresh_module_copy,02_memory_calculator,test_zero," in cases
+    assert "delegated" in cases and "duplicated" in cases
+
+
+PLAIN_SKIP = {"ignores_interrupt", "os_exit", "stripped_metadata", "invalid_json",
+              "colab_renamed"}  # need the course's pre-check or journal, not nbgrader's
+
+
+def test_plain_nbgrader_autograde_grades_the_corpus_the_same(tmp_path):
+    """The same attacks through plain `nbgrader autograde` (nbgrader_config.py only)."""
+    root = copy_course(tmp_path / "course")
+    env = dict(os.environ, **LIMITS, COURSEKIT_GRADEBOOK=str(root / "gradebook.db"))
+    saved = os.environ.get("COURSEKIT_GRADEBOOK")
+    os.environ["COURSEKIT_GRADEBOOK"] = env["COURSEKIT_GRADEBOOK"]
+    try:
+        expected = hostile_corpus.build(root)
+        for student in PLAIN_SKIP:
+            shutil.rmtree(root / "submitted" / student)
+        pipeline.register_assignments(root, {hostile_corpus.AID})
+        proc = subprocess.run(
+            [sys.executable, "-m", "nbgrader", "autograde", hostile_corpus.AID, "--force"],
+            cwd=root, env=build.nbgrader_env(env), capture_output=True, text=True,
+            timeout=900)
+        rows = {r.student: r for r in reportmod.read_rows(
+            pipeline.db_url(root)) if r.assignment == hostile_corpus.AID}
+    finally:
+        if saved is None:
+            os.environ.pop("COURSEKIT_GRADEBOOK", None)
+        else:
+            os.environ["COURSEKIT_GRADEBOOK"] = saved
+    problems = []
+    for student, (status, score, note) in sorted(expected.items()):
+        if student in PLAIN_SKIP or score is None:
+            continue
+        got = rows[student].score if student in rows else None
+        if got != score:
+            problems.append(f"{student}: expected {score} ({note}), got {got}")
+    assert not problems, "\n".join(problems) + proc.stderr[-3000:]
 
 
 def test_resume_after_a_hard_kill(tmp_path):

@@ -14,6 +14,13 @@ ids and metadata, so regeneration is byte-stable. Cell markers::
     # %% [answer id=NAME partial]      ... and the "partial" sample student solves it
     # %% [test id=NAME points=N]       autograder test; ### BEGIN/END HIDDEN TESTS inside
 
+A test cell's hidden region holds weighted cases (:mod:`coursekit.grading.cases`): the
+source notebook gets only the code that records each case's result (placed first in the
+cell, so a failing visible check cannot stop it), and :func:`answer_key` keeps the expected
+values, tolerances and weights for the grader. Test and answer cells carry the
+``raises-exception`` tag, so a failing visible check or an unfinished stub does not stop
+JupyterLab's Run All.
+
 A code cell whose first line is ``# NBVAL_CHECK_OUTPUT`` has its output pinned:
 the build executes the notebook and stores that cell's output, which nbval then
 checks on every test run.
@@ -28,10 +35,15 @@ from pathlib import Path
 
 import nbformat
 
+from . import cases as casesmod
+
 MARKER = re.compile(r"^# %%(?:\s*\[(?P<tags>[^\]]*)\])?\s*$")
 GRADE_ID = re.compile(r"^[A-Za-z0-9_-]{1,60}$")
 KINDS = ("markdown", "setup", "locked", "answer", "test", "code")
 PIN = "# NBVAL_CHECK_OUTPUT"
+HIDDEN = re.compile(r"^### BEGIN HIDDEN TESTS[ \t]*\n(.*?)^### END HIDDEN TESTS[ \t]*\n?",
+                    re.S | re.M)
+RAISES_TAG = "raises-exception"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
@@ -50,7 +62,10 @@ class CellSpec:
     locked: bool = False
     partial: bool = False
     line: int = 0
+    body_line: int = 0
     flags: set = field(default_factory=set)
+    cases: list = field(default_factory=list)
+    kernel_hidden: str = ""
 
 
 def _parse_tags(text: str, line: int):
@@ -80,8 +95,10 @@ def parse(text: str) -> list:
         lines = list(body)
         while lines and not lines[-1].strip():
             lines.pop()
+        current.body_line = current.line + 1
         while lines and not lines[0].strip():
             lines.pop(0)
+            current.body_line += 1
         if current.kind == "markdown":
             out = []
             for ln in lines:
@@ -105,7 +122,11 @@ def parse(text: str) -> list:
                                grade_id=opts.pop("id", None), locked="locked" in flags,
                                partial="partial" in flags)
             if "points" in opts:
-                current.points = int(opts.pop("points"))
+                raw_points = opts.pop("points")
+                if not re.fullmatch(r"[1-9][0-9]*", raw_points):
+                    raise AuthoringError(f"line {number}: points={raw_points} must be a whole "
+                                         "number >= 1 (give cases weights for finer credit)")
+                current.points = int(raw_points)
             if opts:
                 raise AuthoringError(f"line {number}: unknown options {sorted(opts)}")
             body = []
@@ -137,6 +158,7 @@ def _validate(cells):
                 raise AuthoringError(f"line {c.line}: test cell {c.grade_id} needs points>=1")
             if "### BEGIN HIDDEN TESTS" not in c.source:
                 raise AuthoringError(f"line {c.line}: test cell {c.grade_id} has no hidden tests")
+            _split_cases(c, cells)
         elif c.points is not None:
             raise AuthoringError(f"line {c.line}: only test cells carry points")
         if c.kind == "answer":
@@ -147,6 +169,35 @@ def _validate(cells):
             raise AuthoringError(f"line {c.line}: solution markers outside an answer cell")
         if c.partial and c.kind != "answer":
             raise AuthoringError(f"line {c.line}: 'partial' applies to answer cells only")
+
+
+def _split_cases(c: CellSpec, cells) -> None:
+    """Parse a test cell's hidden region into its cases and kernel code (in place)."""
+    regions = HIDDEN.findall(c.source + "\n")
+    if len(regions) != 1 or c.source.count("### BEGIN HIDDEN TESTS") != 1:
+        raise AuthoringError(f"line {c.line}: test cell {c.grade_id} needs exactly one "
+                             "### BEGIN HIDDEN TESTS ... ### END HIDDEN TESTS region, each "
+                             "marker alone on its line")
+    offset = c.body_line + c.source[:c.source.index("### BEGIN HIDDEN TESTS")].count("\n") + 1
+    aliases = {}
+    for other in cells:
+        if other.kind in ("setup", "locked"):
+            aliases.update(casesmod.coursekit_aliases(other.source))
+    try:
+        c.kernel_hidden, c.cases = casesmod.split_hidden(regions[0], c.grade_id, aliases)
+    except casesmod.CaseError as exc:
+        raise AuthoringError(f"line {offset + exc.line - 1}: test cell {c.grade_id}: "
+                             f"{exc}") from None
+    for case in c.cases:
+        case["line"] = offset + case["line"] - 1
+
+
+def _test_source(c: CellSpec) -> str:
+    """A test cell as the source notebook holds it: the recording code first (a failing
+    visible check cannot stop it), then the visible checks."""
+    visible = HIDDEN.sub("", c.source + "\n").strip("\n")
+    return ("### BEGIN HIDDEN TESTS\n" + c.kernel_hidden + "\n### END HIDDEN TESTS\n"
+            + visible)
 
 
 def _nbgrader_meta(c: CellSpec):
@@ -164,12 +215,16 @@ def py_to_notebook(text: str, stem: str) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": dict(KERNELSPEC),
                    "language_info": {"name": "python"}}
-    for index, c in enumerate(parse(text)):
+    specs = parse(text)
+    for index, c in enumerate(specs):
         cell_id = c.grade_id or f"{stem[:50]}-{index:03d}"
         if c.kind == "markdown":
             cell = nbformat.v4.new_markdown_cell(c.source, id=cell_id)
         else:
-            cell = nbformat.v4.new_code_cell(c.source, id=cell_id)
+            source = _test_source(c) if c.kind == "test" else c.source
+            cell = nbformat.v4.new_code_cell(source, id=cell_id)
+            if c.kind in ("test", "answer"):
+                cell.metadata["tags"] = [RAISES_TAG]
         if c.grade_id:
             cell.metadata["nbgrader"] = _nbgrader_meta(c)
         if c.kind != "markdown" and (c.locked or c.kind in ("setup", "locked", "test")):
@@ -221,6 +276,15 @@ def partial_ids(text: str) -> set:
 def all_answer_ids(text: str) -> set:
     """Every answer id (the full-solution sample student solves them all)."""
     return {c.grade_id for c in parse(text) if c.kind == "answer"}
+
+
+def answer_key(text: str) -> dict:
+    """The instructor-only key of an authoring file: per test cell its points, its
+    weighted cases (expectations included) and the exact recording code the source
+    notebook must hold (so the grader can tell a stale build)."""
+    return {c.grade_id: {"points": c.points, "line": c.line, "cases": c.cases,
+                         "kernel_code": c.kernel_hidden}
+            for c in parse(text) if c.kind == "test"}
 
 
 def total_points(text: str) -> int:

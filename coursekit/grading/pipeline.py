@@ -101,4 +101,5 @@ def report(root: Path, outcomes=None):
 
         outcomes = outcomes_from_state(load_state(root))
     rows = reportmod.read_rows(db_url(root), outcomes)
-    return rows, reportmod.write_reports(rows, root / "reports")
+    cases, flags = reportmod.case_rows(root / "autograded")
+    return rows, reportmod.write_reports(rows, root / "reports", cases, flags)

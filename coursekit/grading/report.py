@@ -115,13 +115,55 @@ def to_table(rows) -> str:
     return "\n".join(lines)
 
 
-def write_reports(rows, folder: Path) -> dict:
-    """Write ``grades.csv``, ``grades.json`` and ``grades.txt`` into ``folder``."""
+CASE_FIELDS = ("student", "assignment", "cell", "case", "name", "points", "earned",
+               "status", "detail")
+
+
+def case_rows(autograded: Path) -> tuple:
+    """Per-case verdicts and review flags from ``autograded/*/*/*.ipynb`` (written by the
+    grader outside the kernel): ``(rows, {(student, assignment): [flags]})``."""
+    rows, flags = [], {}
+    for path in sorted(Path(autograded).glob("*/*/*.ipynb")):
+        student, aid = path.parent.parent.name, path.parent.name
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))["metadata"]
+            results = meta.get("coursekit", {}).get("verdicts", {})
+        except (OSError, ValueError, KeyError, AttributeError):
+            continue
+        for gid, result in sorted(results.items()):
+            for v in result.get("verdicts", []):
+                rows.append({"student": student, "assignment": aid, "cell": gid,
+                             **{k: v.get(k) for k in CASE_FIELDS[3:]}})
+            if result.get("dynamic"):
+                flags[(student, aid)] = result["dynamic"]
+    return rows, flags
+
+
+def cases_csv(rows) -> str:
+    """Per-case verdicts as CSV (no expected values: they never leave the key)."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CASE_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow(r)
+    return buf.getvalue()
+
+
+def write_reports(rows, folder: Path, cases=None, flags=None) -> dict:
+    """Write ``grades.csv``, ``grades.json``, ``grades.txt`` and (given per-case rows)
+    ``cases.csv`` into ``folder``; ``flags`` (dynamic code) are listed for review."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"csv": folder / "grades.csv", "json": folder / "grades.json",
              "txt": folder / "grades.txt"}
+    if cases is not None:
+        paths["cases"] = folder / "cases.csv"
+        paths["cases"].write_text(cases_csv(cases), encoding="utf-8")
     paths["csv"].write_text(to_csv(rows), encoding="utf-8")
     paths["json"].write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n",
                              encoding="utf-8")
-    paths["txt"].write_text(to_table(rows) + "\n", encoding="utf-8")
+    review = [f"  {s}/{a}: flagged for review (the score stands until a person looks): "
+              + "; ".join(f) for (s, a), f in sorted((flags or {}).items())]
+    paths["txt"].write_text(to_table(rows) + "\n" + (
+        "\nflagged for review:\n" + "\n".join(review) + "\n" if review else ""),
+        encoding="utf-8")
     return paths
