@@ -506,11 +506,11 @@ ck.case('loss_scale_for_1e-8', lambda: loss_scale_for(1e-8),
 # already normal: 1e-3 >= 6.1e-5 -> 1
 ck.case('loss_scale_for_1e-3', lambda: loss_scale_for(1e-3),
         expect=ck.exactly(1), name='loss_scale_for(1e-3)')
-# exactly 2**-14 -> 1 ; 2**-20 -> 2**6 = 64
+# exactly 2**-14 -> 1 ; 2**-22 -> 2**8 = 256 (not the visible 64: a hard-coded 64 earns nothing)
 ck.case('loss_scale_for_2_-14', lambda: loss_scale_for(2.0**-14),
         expect=ck.exactly(1), name='loss_scale_for(2**-14)')
-ck.case('loss_scale_for_2_-20', lambda: loss_scale_for(2.0**-20),
-        expect=ck.exactly(64), name='loss_scale_for(2**-20)')
+ck.case('loss_scale_for_2_-22', lambda: loss_scale_for(2.0**-22),
+        expect=ck.exactly(256), name='loss_scale_for(2**-22)')
 # chapter: attention gradients down to 1e-10 -> 2**-14/1e-10 = 610,351.6 -> 2**20 = 1,048,576
 ck.case('loss_scale_for_1e-10', lambda: loss_scale_for(1e-10),
         expect=ck.exactly(1_048_576), name='loss_scale_for(1e-10)')

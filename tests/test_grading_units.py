@@ -218,3 +218,11 @@ def test_pinned_outputs_merge_stream_chunks():
     out = _clean_outputs(chunks, 4)
     assert [o.get("text") for o in out[:2]] == ["a\nb\n", "w\n"]
     assert out[2]["execution_count"] == 4 and len(out) == 3
+
+
+def test_feedback_scrubs_hidden_code_echoed_by_a_student_cell():
+    echoed = ("3 ### BEGIN HIDDEN TESTS\nfrom coursekit.grading.checks import record as _record_\n"
+              "_record_('t', 'a', lambda: f(1.5e9), _forbid_)\n### END HIDDEN TESTS\nok\n")
+    out = feedback.scrub_output_text(echoed, "[hidden]")
+    assert "_record_" not in out and "1.5e9" not in out and out.endswith("ok\n")
+    assert feedback.scrub_output_text("x = _record_('t', 'a', g)\nfine\n", "") == "fine\n"

@@ -125,11 +125,11 @@ def test_feedback_never_shows_hidden_tests(hostile):
     for html in feedback:
         text = html.read_text()
         assert "BEGIN HIDDEN TESTS" not in text
-    # the leak cell printed the executed recording code into its own feedback; that code
-    # holds inputs but no expected value (tests/test_leaks.py checks every value)
+    # the leak cell printed the executed recording code; feedback scrubs the echo, and the
+    # code held inputs but no expected value anyway (tests/test_leaks.py checks every value)
     leak = (root / "feedback" / "feedback_leak" / hostile_corpus.AID /
             f"{hostile_corpus.AID}.html").read_text()
-    assert "_record_(" in leak
+    assert "_record_(" not in leak and "hidden tests were run here" in leak
     from .test_leaks import distinctive_answers, find_answers
 
     assert find_answers(leak, distinctive_answers(hostile_corpus.AID)) == []

@@ -316,3 +316,15 @@ def test_summary_never_shows_expected_values():
     assert "24" not in text and "7" not in text and "got 1.0" in text
     assert text.splitlines()[0] == "Autograder: 0 / 3 points"
     assert math.isclose(sum(v.points for v in got), 3, abs_tol=1e-3)
+
+
+def test_reach_follows_calls_between_cells_not_shared_argument_names():
+    item = [("def min_gpus(n, recipe):\n    return zero(n, recipe)", False)]
+    others = [("def zero(n, recipe):\n    return ref.zero_bytes_per_gpu(n)", False),
+              ("def static(n, recipe):\n    return n * recipe", False),
+              ("helper = 1", True)]
+    got = static.reach(item, others)
+    assert others[0][0] in got and "helper = 1" in got and others[1][0] not in got
+    # an item using only its own arguments does not pull in a cell that shares their names
+    assert static.reach([("def static(n, recipe):\n    return n * recipe", False)],
+                        others[:1]) == ["def static(n, recipe):\n    return n * recipe"]

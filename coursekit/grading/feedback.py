@@ -26,6 +26,18 @@ def strip_hidden_source(source: str, notice: str) -> str:
     return HIDDEN_REGION.sub(notice + "\n", source)
 
 
+RECORD_LINE = re.compile(r"^.*_record_\(.*$\n?", re.MULTILINE)
+HIDDEN_IN_OUTPUT = re.compile(r"### BEGIN HIDDEN TESTS.*?(### END HIDDEN TESTS|\Z)", re.DOTALL)
+
+
+def scrub_output_text(text: str, notice: str) -> str:
+    """Output text with any echoed hidden-test code (a cell that prints ``In[i]``) removed.
+    A student who encodes it first can still carry the hidden *inputs* into their own
+    feedback; the expected values are never in the kernel, so never in feedback."""
+    text = HIDDEN_IN_OUTPUT.sub(notice, text)
+    return RECORD_LINE.sub("", text)
+
+
 def one_line_error(output) -> list:
     """The traceback of an error output reduced to ``ename: first line of evalue``."""
     evalue = ANSI.sub("", str(output.get("evalue", ""))).strip().splitlines()
@@ -65,6 +77,12 @@ class StripHiddenTests(Preprocessor):
         meta = cell.metadata.get("nbgrader", {})
         if "BEGIN HIDDEN TESTS" in cell.source:
             cell.source = strip_hidden_source(cell.source, self.notice)
+        for output in cell.get("outputs", []):
+            if isinstance(output.get("text"), str):
+                output["text"] = scrub_output_text(output["text"], self.notice)
+            for mime, value in list(output.get("data", {}).items()):
+                if isinstance(value, str) and mime.startswith("text/"):
+                    output["data"][mime] = scrub_output_text(value, self.notice)
         if meta.get("grade"):  # test cells: their tracebacks quote hidden code
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":

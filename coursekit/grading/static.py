@@ -58,15 +58,34 @@ def _defined_names(tree) -> set:
     return names
 
 
+def _top_level_names(tree) -> set:
+    """Names a cell binds at module level (functions, classes, assignments, imports);
+    not arguments or locals, which another cell cannot call."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        else:
+            targets = node.targets if isinstance(node, ast.Assign) else [
+                getattr(node, "target", None)]
+            for target in targets:
+                for n in ast.walk(target) if target is not None else []:
+                    if isinstance(n, ast.Name):
+                        names.add(n.id)
+    return names
+
+
 def _names(text: str) -> tuple:
-    """(names a cell defines, names it loads); empty if it does not parse."""
+    """(names a cell binds at module level, names it loads); empty if it does not parse."""
     try:
         tree = ast.parse(python_source(text))
     except (SyntaxError, ValueError, RecursionError):
         return set(), set()
     loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
              and isinstance(n.ctx, ast.Load)}
-    return _defined_names(tree), loads
+    return _top_level_names(tree), loads
 
 
 def reach(item_cells, other_cells) -> list:
