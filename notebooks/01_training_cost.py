@@ -120,6 +120,7 @@ ck.case('layer_total', lambda: sum(layer_flops(32, 1024, 1600, 25).values()),
 # GPT-2 small, B=8, S=512, d=768, 12 heads (recomputed): qkv 2*3*4096*768^2
 ck.case('GPT-2_small_qkv', lambda: layer_flops(8, 512, 768, 12)["qkv"],
         expect=ck.approx(14_495_514_624), name='GPT-2 small qkv')
+# 2*8*12*512^2*64
 ck.case('GPT-2_small_qk', lambda: layer_flops(8, 512, 768, 12)["qk"],
         expect=ck.approx(3_221_225_472), name='GPT-2 small qk')
 # Llama-2-7B-like with d_ff = 11008 (recomputed): ffn = 4*1*4096*4096*11008

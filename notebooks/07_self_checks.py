@@ -75,40 +75,40 @@ sc.show_all({'sc1_q1': sc1_q1, 'sc1_q2': sc1_q2, 'sc1_q3': sc1_q3, 'sc1_q4': sc1
 # Visible test: checks the form of sc1_q1, not whether it is right.
 sc.require_format('sc1_q1', sc1_q1)
 ### BEGIN HIDDEN TESTS
-ck.case('sc1_q1', lambda: sc1_q1,
-        expect=ck.exactly('A'), name='sc1_q1')
+# 002 Self-Check 1 Q1 key: A; consistent with §1.1
+ck.case('sc1_q1', lambda: sc1_q1, expect=ck.exactly('A'), name='sc1_q1')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc1_q2 points=1]
 # Visible test: checks the form of sc1_q2, not whether it is right.
 sc.require_format('sc1_q2', sc1_q2)
 ### BEGIN HIDDEN TESTS
-ck.case('sc1_q2', lambda: sc1_q2,
-        expect=ck.exactly('B'), name='sc1_q2')
+# 002 Self-Check 1 Q2 key: B; A100 datasheet peaks
+ck.case('sc1_q2', lambda: sc1_q2, expect=ck.exactly('B'), name='sc1_q2')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc1_q3 points=1]
 # Visible test: checks the form of sc1_q3, not whether it is right.
 sc.require_format('sc1_q3', sc1_q3)
 ### BEGIN HIDDEN TESTS
-ck.case('sc1_q3', lambda: sc1_q3,
-        expect=ck.approx(1.25, rel=0.001), name='sc1_q3')
+# recomputed: (30+45)/(15+45) = 1.25 (scenario numbers stated in the item)
+ck.case('sc1_q3', lambda: sc1_q3, expect=ck.approx(1.25, rel=0.001), name='sc1_q3')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc1_q4 points=1]
 # Visible test: checks the form of sc1_q4, not whether it is right.
 sc.require_format('sc1_q4', sc1_q4)
 ### BEGIN HIDDEN TESTS
-ck.case('sc1_q4', lambda: sc1_q4,
-        expect=ck.exactly(False), name='sc1_q4')
+# 002 Self-Check 1 Q4 key: False
+ck.case('sc1_q4', lambda: sc1_q4, expect=ck.exactly(False), name='sc1_q4')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc1_q5 points=1]
 # Visible test: checks the form of sc1_q5, not whether it is right.
 sc.require_format('sc1_q5', sc1_q5)
 ### BEGIN HIDDEN TESTS
-ck.case('sc1_q5', lambda: sc1_q5,
-        expect=ck.exactly('D'), name='sc1_q5')
+# 002 Self-Check 1 Q5 key: D
+ck.case('sc1_q5', lambda: sc1_q5, expect=ck.exactly('D'), name='sc1_q5')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -170,40 +170,40 @@ sc.show_all({'sc2_q1': sc2_q1, 'sc2_q2': sc2_q2, 'sc2_q3': sc2_q3, 'sc2_q4': sc2
 # Visible test: checks the form of sc2_q1, not whether it is right.
 sc.require_format('sc2_q1', sc2_q1)
 ### BEGIN HIDDEN TESTS
-ck.case('sc2_q1', lambda: sc2_q1,
-        expect=ck.exactly('C'), name='sc2_q1')
+# 002 Self-Check 2 Q1 key: C
+ck.case('sc2_q1', lambda: sc2_q1, expect=ck.exactly('C'), name='sc2_q1')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc2_q2 points=1]
 # Visible test: checks the form of sc2_q2, not whether it is right.
 sc.require_format('sc2_q2', sc2_q2)
 ### BEGIN HIDDEN TESTS
-ck.case('sc2_q2', lambda: sc2_q2,
-        expect=ck.approx(56000000000.0, rel=0.001), name='sc2_q2')
+# recomputed: 2 x 4 B x 7e9 = 56e9 B (matches the 002 key's 56 GB)
+ck.case('sc2_q2', lambda: sc2_q2, expect=ck.approx(56000000000.0, rel=0.001), name='sc2_q2')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc2_q3 points=1]
 # Visible test: checks the form of sc2_q3, not whether it is right.
 sc.require_format('sc2_q3', sc2_q3)
 ### BEGIN HIDDEN TESTS
-ck.case('sc2_q3', lambda: sc2_q3,
-        expect=ck.exactly('A'), name='sc2_q3')
+# 002 Self-Check 2 Q3 key: A
+ck.case('sc2_q3', lambda: sc2_q3, expect=ck.exactly('A'), name='sc2_q3')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc2_q4 points=1]
 # Visible test: checks the form of sc2_q4, not whether it is right.
 sc.require_format('sc2_q4', sc2_q4)
 ### BEGIN HIDDEN TESTS
-ck.case('sc2_q4', lambda: sc2_q4,
-        expect=ck.exactly([3, 1, 2]), name='sc2_q4')
+# 002 Self-Check 2 Q4 key: (3), (1), (2)
+ck.case('sc2_q4', lambda: sc2_q4, expect=ck.exactly([3, 1, 2]), name='sc2_q4')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc2_q5 points=1]
 # Visible test: checks the form of sc2_q5, not whether it is right.
 sc.require_format('sc2_q5', sc2_q5)
 ### BEGIN HIDDEN TESTS
-ck.case('sc2_q5', lambda: sc2_q5,
-        expect=ck.exactly('B'), name='sc2_q5')
+# 002 Self-Check 2 Q5 key: B; ridge recomputed 312e12/2.039e12 = 153
+ck.case('sc2_q5', lambda: sc2_q5, expect=ck.exactly('B'), name='sc2_q5')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -270,40 +270,40 @@ sc.show_all({'sc3_q1': sc3_q1, 'sc3_q2': sc3_q2, 'sc3_q3': sc3_q3, 'sc3_q4': sc3
 # Visible test: checks the form of sc3_q1, not whether it is right.
 sc.require_format('sc3_q1', sc3_q1)
 ### BEGIN HIDDEN TESTS
-ck.case('sc3_q1', lambda: sc3_q1,
-        expect=ck.exactly('A'), name='sc3_q1')
+# 002 Self-Check 3 Q1 key: A
+ck.case('sc3_q1', lambda: sc3_q1, expect=ck.exactly('A'), name='sc3_q1')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc3_q2 points=1]
 # Visible test: checks the form of sc3_q2, not whether it is right.
 sc.require_format('sc3_q2', sc3_q2)
 ### BEGIN HIDDEN TESTS
-ck.case('sc3_q2', lambda: sc3_q2,
-        expect=ck.exactly('D'), name='sc3_q2')
+# 002 Self-Check 3 Q2 key: D; min-of-three rule (§1.3)
+ck.case('sc3_q2', lambda: sc3_q2, expect=ck.exactly('D'), name='sc3_q2')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc3_q3 points=1]
 # Visible test: checks the form of sc3_q3, not whether it is right.
 sc.require_format('sc3_q3', sc3_q3)
 ### BEGIN HIDDEN TESTS
-ck.case('sc3_q3', lambda: sc3_q3,
-        expect=ck.approx(0.56284, rel=0.002), name='sc3_q3')
+# recomputed: 84.4 / (32768/5e5*1e3 + 262144/15.75e9*1e3 + 84.4) = 0.56284
+ck.case('sc3_q3', lambda: sc3_q3, expect=ck.approx(0.56284, rel=0.002), name='sc3_q3')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc3_q4 points=1]
 # Visible test: checks the form of sc3_q4, not whether it is right.
 sc.require_format('sc3_q4', sc3_q4)
 ### BEGIN HIDDEN TESTS
-ck.case('sc3_q4', lambda: sc3_q4,
-        expect=ck.exactly('C'), name='sc3_q4')
+# 002 Self-Check 3 Q4 key: C; Table 6 (33/64 lanes)
+ck.case('sc3_q4', lambda: sc3_q4, expect=ck.exactly('C'), name='sc3_q4')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc3_q5 points=1]
 # Visible test: checks the form of sc3_q5, not whether it is right.
 sc.require_format('sc3_q5', sc3_q5)
 ### BEGIN HIDDEN TESTS
-ck.case('sc3_q5', lambda: sc3_q5,
-        expect=ck.exactly('B'), name='sc3_q5')
+# 002 Self-Check 3 Q5 key: B; 4096/512 = 8
+ck.case('sc3_q5', lambda: sc3_q5, expect=ck.exactly('B'), name='sc3_q5')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -370,40 +370,40 @@ print(f'a forward-only count would be {2 * 1e9 * 524_288:.3e} FLOP (one third)')
 # Visible test: checks the form of sc4_q1, not whether it is right.
 sc.require_format('sc4_q1', sc4_q1)
 ### BEGIN HIDDEN TESTS
-ck.case('sc4_q1', lambda: sc4_q1,
-        expect=ck.exactly('D'), name='sc4_q1')
+# 002 Self-Check 4 Q1 key: D (its explanation contradicts Def 1.4)
+ck.case('sc4_q1', lambda: sc4_q1, expect=ck.exactly('D'), name='sc4_q1')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc4_q1_mfu points=1]
 # Visible test: checks the form of sc4_q1_mfu, not whether it is right.
 sc.require_format('sc4_q1_mfu', sc4_q1_mfu)
 ### BEGIN HIDDEN TESTS
-ck.case('sc4_q1_mfu', lambda: sc4_q1_mfu,
-        expect=ck.approx(0.630154, rel=0.001), name='sc4_q1_mfu')
+# recomputed: 6*1e9*524288/(8*312e12*2.0) = 0.6301538
+ck.case('sc4_q1_mfu', lambda: sc4_q1_mfu, expect=ck.approx(0.630154, rel=0.001), name='sc4_q1_mfu')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc4_q2 points=1]
 # Visible test: checks the form of sc4_q2, not whether it is right.
 sc.require_format('sc4_q2', sc4_q2)
 ### BEGIN HIDDEN TESTS
-ck.case('sc4_q2', lambda: sc4_q2,
-        expect=ck.exactly('C'), name='sc4_q2')
+# 002 Self-Check 4 Q2 key: C; Table 7
+ck.case('sc4_q2', lambda: sc4_q2, expect=ck.exactly('C'), name='sc4_q2')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc4_q3 points=1]
 # Visible test: checks the form of sc4_q3, not whether it is right.
 sc.require_format('sc4_q3', sc4_q3)
 ### BEGIN HIDDEN TESTS
-ck.case('sc4_q3', lambda: sc4_q3,
-        expect=ck.exactly('data-bound'), name='sc4_q3')
+# 002 Self-Check 4 Q3 key (run B: data-bound); Table 7
+ck.case('sc4_q3', lambda: sc4_q3, expect=ck.exactly('data-bound'), name='sc4_q3')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc4_q4 points=1]
 # Visible test: checks the form of sc4_q4, not whether it is right.
 sc.require_format('sc4_q4', sc4_q4)
 ### BEGIN HIDDEN TESTS
-ck.case('sc4_q4', lambda: sc4_q4,
-        expect=ck.exactly([2, 4, 1, 3]), name='sc4_q4')
+# 002 Self-Check 4 Q4 key: (2), (4), (1), (3)
+ck.case('sc4_q4', lambda: sc4_q4, expect=ck.exactly([2, 4, 1, 3]), name='sc4_q4')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -481,48 +481,48 @@ sc.widget('sc5_q6_label')
 # Visible test: checks the form of sc5_q1, not whether it is right.
 sc.require_format('sc5_q1', sc5_q1)
 ### BEGIN HIDDEN TESTS
-ck.case('sc5_q1', lambda: sc5_q1,
-        expect=ck.exactly('A'), name='sc5_q1')
+# 002 Self-Check 5 Q1 key: A
+ck.case('sc5_q1', lambda: sc5_q1, expect=ck.exactly('A'), name='sc5_q1')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc5_q2 points=1]
 # Visible test: checks the form of sc5_q2, not whether it is right.
 sc.require_format('sc5_q2', sc5_q2)
 ### BEGIN HIDDEN TESTS
-ck.case('sc5_q2', lambda: sc5_q2,
-        expect=ck.approx(2.1, rel=0.001), name='sc5_q2')
+# recomputed: 105/50 = 2.1 (scenario numbers stated in the item)
+ck.case('sc5_q2', lambda: sc5_q2, expect=ck.approx(2.1, rel=0.001), name='sc5_q2')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc5_q3 points=1]
 # Visible test: checks the form of sc5_q3, not whether it is right.
 sc.require_format('sc5_q3', sc5_q3)
 ### BEGIN HIDDEN TESTS
-ck.case('sc5_q3', lambda: sc5_q3,
-        expect=ck.exactly('D'), name='sc5_q3')
+# 002 Self-Check 5 Q3 key: D
+ck.case('sc5_q3', lambda: sc5_q3, expect=ck.exactly('D'), name='sc5_q3')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc5_q4 points=1]
 # Visible test: checks the form of sc5_q4, not whether it is right.
 sc.require_format('sc5_q4', sc5_q4)
 ### BEGIN HIDDEN TESTS
-ck.case('sc5_q4', lambda: sc5_q4,
-        expect=ck.exactly('A'), name='sc5_q4')
+# 002 Self-Check 5 Q4 key: A
+ck.case('sc5_q4', lambda: sc5_q4, expect=ck.exactly('A'), name='sc5_q4')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc5_q5 points=1]
 # Visible test: checks the form of sc5_q5, not whether it is right.
 sc.require_format('sc5_q5', sc5_q5)
 ### BEGIN HIDDEN TESTS
-ck.case('sc5_q5', lambda: sc5_q5,
-        expect=ck.exactly('C'), name='sc5_q5')
+# 002 Self-Check 5 Q5 key: C; 512/16 = 32
+ck.case('sc5_q5', lambda: sc5_q5, expect=ck.exactly('C'), name='sc5_q5')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc5_q6 points=1]
 # Visible test: checks the form of sc5_q6, not whether it is right.
 sc.require_format('sc5_q6', sc5_q6)
 ### BEGIN HIDDEN TESTS
-ck.case('sc5_q6', lambda: sc5_q6,
-        expect=ck.approx(1.28784, rel=0.001), name='sc5_q6')
+# recomputed: 84.4/max(65.536, 84.4*0.62) = 1.287842
+ck.case('sc5_q6', lambda: sc5_q6, expect=ck.approx(1.28784, rel=0.001), name='sc5_q6')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -595,40 +595,40 @@ sc.widget('sc6_q2_bubble')
 # Visible test: checks the form of sc6_q1, not whether it is right.
 sc.require_format('sc6_q1', sc6_q1)
 ### BEGIN HIDDEN TESTS
-ck.case('sc6_q1', lambda: sc6_q1,
-        expect=ck.exactly('D'), name='sc6_q1')
+# 002 Self-Check 6 Q1 key: D; 14/(8*4) = 0.4375
+ck.case('sc6_q1', lambda: sc6_q1, expect=ck.exactly('D'), name='sc6_q1')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc6_q2 points=1]
 # Visible test: checks the form of sc6_q2, not whether it is right.
 sc.require_format('sc6_q2', sc6_q2)
 ### BEGIN HIDDEN TESTS
-ck.case('sc6_q2', lambda: sc6_q2,
-        expect=ck.exactly('B'), name='sc6_q2')
+# 002 Self-Check 6 Q2 key: B; 1/p for p = 2..4
+ck.case('sc6_q2', lambda: sc6_q2, expect=ck.exactly('B'), name='sc6_q2')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc6_q3 points=1]
 # Visible test: checks the form of sc6_q3, not whether it is right.
 sc.require_format('sc6_q3', sc6_q3)
 ### BEGIN HIDDEN TESTS
-ck.case('sc6_q3', lambda: sc6_q3,
-        expect=ck.approx(0.0175, rel=0.001), name='sc6_q3')
+# recomputed: 2*(7/8)*3e9/300e9 = 0.0175 s (A100 NVLink 600 GB/s total)
+ck.case('sc6_q3', lambda: sc6_q3, expect=ck.approx(0.0175, rel=0.001), name='sc6_q3')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc6_q4 points=1]
 # Visible test: checks the form of sc6_q4, not whether it is right.
 sc.require_format('sc6_q4', sc6_q4)
 ### BEGIN HIDDEN TESTS
-ck.case('sc6_q4', lambda: sc6_q4,
-        expect=ck.exactly('A'), name='sc6_q4')
+# 002 Self-Check 6 Q4 key: A; 70e9*2 = 140e9 B
+ck.case('sc6_q4', lambda: sc6_q4, expect=ck.exactly('A'), name='sc6_q4')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc6_q5 points=1]
 # Visible test: checks the form of sc6_q5, not whether it is right.
 sc.require_format('sc6_q5', sc6_q5)
 ### BEGIN HIDDEN TESTS
-ck.case('sc6_q5', lambda: sc6_q5,
-        expect=ck.exactly('D'), name='sc6_q5')
+# 002 Self-Check 6 Q5 key: D
+ck.case('sc6_q5', lambda: sc6_q5, expect=ck.exactly('D'), name='sc6_q5')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -686,32 +686,32 @@ sc.show_all({'sc7_q1': sc7_q1, 'sc7_q2': sc7_q2, 'sc7_q3': sc7_q3, 'sc7_q4': sc7
 # Visible test: checks the form of sc7_q1, not whether it is right.
 sc.require_format('sc7_q1', sc7_q1)
 ### BEGIN HIDDEN TESTS
-ck.case('sc7_q1', lambda: sc7_q1,
-        expect=ck.exactly('B'), name='sc7_q1')
+# 002 Self-Check 7 Q1 key: B
+ck.case('sc7_q1', lambda: sc7_q1, expect=ck.exactly('B'), name='sc7_q1')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc7_q2 points=1]
 # Visible test: checks the form of sc7_q2, not whether it is right.
 sc.require_format('sc7_q2', sc7_q2)
 ### BEGIN HIDDEN TESTS
-ck.case('sc7_q2', lambda: sc7_q2,
-        expect=ck.exactly('C'), name='sc7_q2')
+# 002 Self-Check 7 Q2 key: C; recomputed 8*(1-f)
+ck.case('sc7_q2', lambda: sc7_q2, expect=ck.exactly('C'), name='sc7_q2')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc7_q3 points=1]
 # Visible test: checks the form of sc7_q3, not whether it is right.
 sc.require_format('sc7_q3', sc7_q3)
 ### BEGIN HIDDEN TESTS
-ck.case('sc7_q3', lambda: sc7_q3,
-        expect=ck.approx(0.8, rel=1e-06), name='sc7_q3')
+# recomputed: 0.1*4096/512 = 0.8
+ck.case('sc7_q3', lambda: sc7_q3, expect=ck.approx(0.8, rel=1e-06), name='sc7_q3')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc7_q4 points=1]
 # Visible test: checks the form of sc7_q4, not whether it is right.
 sc.require_format('sc7_q4', sc7_q4)
 ### BEGIN HIDDEN TESTS
-ck.case('sc7_q4', lambda: sc7_q4,
-        expect=ck.exactly('D'), name='sc7_q4')
+# 002 Self-Check 7 Q4 key: D
+ck.case('sc7_q4', lambda: sc7_q4, expect=ck.exactly('D'), name='sc7_q4')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -760,24 +760,24 @@ sc.show_all({'sc8_q1': sc8_q1, 'sc8_q2': sc8_q2, 'sc8_q3': sc8_q3}, explain=True
 # Visible test: checks the form of sc8_q1, not whether it is right.
 sc.require_format('sc8_q1', sc8_q1)
 ### BEGIN HIDDEN TESTS
-ck.case('sc8_q1', lambda: sc8_q1,
-        expect=ck.exactly('B'), name='sc8_q1')
+# 002 Self-Check 8 Q1 key: B
+ck.case('sc8_q1', lambda: sc8_q1, expect=ck.exactly('B'), name='sc8_q1')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc8_q2 points=1]
 # Visible test: checks the form of sc8_q2, not whether it is right.
 sc.require_format('sc8_q2', sc8_q2)
 ### BEGIN HIDDEN TESTS
-ck.case('sc8_q2', lambda: sc8_q2,
-        expect=ck.approx(0.3333333333333333, rel=0.001), name='sc8_q2')
+# recomputed: 2/(2+4) = 0.3333
+ck.case('sc8_q2', lambda: sc8_q2, expect=ck.approx(0.3333333333333333, rel=0.001), name='sc8_q2')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc8_q3 points=1]
 # Visible test: checks the form of sc8_q3, not whether it is right.
 sc.require_format('sc8_q3', sc8_q3)
 ### BEGIN HIDDEN TESTS
-ck.case('sc8_q3', lambda: sc8_q3,
-        expect=ck.exactly('C'), name='sc8_q3')
+# 002 Self-Check 8 Q3 key: C; 0.3/0.6 = 0.5
+ck.case('sc8_q3', lambda: sc8_q3, expect=ck.exactly('C'), name='sc8_q3')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -844,24 +844,24 @@ sc.widget('l2_batching')
 # Visible test: checks the form of l1_fits, not whether it is right.
 sc.require_format('l1_fits', l1_fits)
 ### BEGIN HIDDEN TESTS
-ck.case('l1_fits', lambda: l1_fits,
-        expect=ck.exactly(False), name='l1_fits')
+# recomputed: 30e9*12 = 360e9 B > 4*80e9 = 320e9 B; lesson 003 §5
+ck.case('l1_fits', lambda: l1_fits, expect=ck.exactly(False), name='l1_fits')
 ### END HIDDEN TESTS
 
 # %% [test id=test_l1_min_gpus points=1]
 # Visible test: checks the form of l1_min_gpus, not whether it is right.
 sc.require_format('l1_min_gpus', l1_min_gpus)
 ### BEGIN HIDDEN TESTS
-ck.case('l1_min_gpus', lambda: l1_min_gpus,
-        expect=ck.exactly(5), name='l1_min_gpus')
+# recomputed: ceil(360e9/80e9) = 5
+ck.case('l1_min_gpus', lambda: l1_min_gpus, expect=ck.exactly(5), name='l1_min_gpus')
 ### END HIDDEN TESTS
 
 # %% [test id=test_l2_weights points=1]
 # Visible test: checks the form of l2_weights, not whether it is right.
 sc.require_format('l2_weights', l2_weights)
 ### BEGIN HIDDEN TESTS
-ck.case('l2_weights', lambda: l2_weights,
-        expect=ck.approx(94000000000.0, rel=0.001), name='l2_weights')
+# recomputed: 47e9*2 = 94e9 B (lesson 003: 47B total, 13B active)
+ck.case('l2_weights', lambda: l2_weights, expect=ck.approx(94000000000.0, rel=0.001), name='l2_weights')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -943,40 +943,40 @@ print(f'useful slot-steps: {_busy.sum()} of {8 * _lengths.max()}')
 # Visible test: checks the form of m1_bytes, not whether it is right.
 sc.require_format('m1_bytes', m1_bytes)
 ### BEGIN HIDDEN TESTS
-ck.case('m1_bytes', lambda: m1_bytes,
-        expect=ck.approx(840000000000.0, rel=0.001), name='m1_bytes')
+# recomputed: 70e9*12 = 840e9 B (lesson 003 misconception 1)
+ck.case('m1_bytes', lambda: m1_bytes, expect=ck.approx(840000000000.0, rel=0.001), name='m1_bytes')
 ### END HIDDEN TESTS
 
 # %% [test id=test_m2_allreduces points=1]
 # Visible test: checks the form of m2_allreduces, not whether it is right.
 sc.require_format('m2_allreduces', m2_allreduces)
 ### BEGIN HIDDEN TESTS
-ck.case('m2_allreduces', lambda: m2_allreduces,
-        expect=ck.exactly(96), name='m2_allreduces')
+# recomputed: 2*48 = 96 (Megatron-LM, Shoeybi et al. 2019 §3)
+ck.case('m2_allreduces', lambda: m2_allreduces, expect=ck.exactly(96), name='m2_allreduces')
 ### END HIDDEN TESTS
 
 # %% [test id=test_m3_speedup points=1]
 # Visible test: checks the form of m3_speedup, not whether it is right.
 sc.require_format('m3_speedup', m3_speedup)
 ### BEGIN HIDDEN TESTS
-ck.case('m3_speedup', lambda: m3_speedup,
-        expect=ck.approx(0.5, rel=0.001), name='m3_speedup')
+# recomputed: 1/(5*0.2+1) = 0.5 (Leviathan et al. 2023, Eq. for speedup)
+ck.case('m3_speedup', lambda: m3_speedup, expect=ck.approx(0.5, rel=0.001), name='m3_speedup')
 ### END HIDDEN TESTS
 
 # %% [test id=test_m4_flops points=1]
 # Visible test: checks the form of m4_flops, not whether it is right.
 sc.require_format('m4_flops', m4_flops)
 ### BEGIN HIDDEN TESTS
-ck.case('m4_flops', lambda: m4_flops,
-        expect=ck.approx(1040000000000.0, rel=0.001), name='m4_flops')
+# recomputed: 312e12*1e9/300e9 = 1.04e12 (course convention: per direction)
+ck.case('m4_flops', lambda: m4_flops, expect=ck.approx(1040000000000.0, rel=0.001), name='m4_flops')
 ### END HIDDEN TESTS
 
 # %% [test id=test_m5_util points=1]
 # Visible test: checks the form of m5_util, not whether it is right.
 sc.require_format('m5_util', m5_util)
 ### BEGIN HIDDEN TESTS
-ck.case('m5_util', lambda: m5_util,
-        expect=ck.approx(0.4625, rel=0.0001), name='m5_util')
+# recomputed: 740/1600 = 0.4625
+ck.case('m5_util', lambda: m5_util, expect=ck.approx(0.4625, rel=0.0001), name='m5_util')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1015,24 +1015,24 @@ sc.widget('lock2_microbatches')
 # Visible test: checks the form of lock1, not whether it is right.
 sc.require_format('lock1', lock1)
 ### BEGIN HIDDEN TESTS
-ck.case('lock1', lambda: lock1,
-        expect=ck.exactly(False), name='lock1')
+# lab plan 004 Part 1 lock
+ck.case('lock1', lambda: lock1, expect=ck.exactly(False), name='lock1')
 ### END HIDDEN TESTS
 
 # %% [test id=test_lock2 points=1]
 # Visible test: checks the form of lock2, not whether it is right.
 sc.require_format('lock2', lock2)
 ### BEGIN HIDDEN TESTS
-ck.case('lock2', lambda: lock2,
-        expect=ck.exactly('unchanged'), name='lock2')
+# lab plan 004 Part 2 lock
+ck.case('lock2', lambda: lock2, expect=ck.exactly('unchanged'), name='lock2')
 ### END HIDDEN TESTS
 
 # %% [test id=test_lock3 points=1]
 # Visible test: checks the form of lock3, not whether it is right.
 sc.require_format('lock3', lock3)
 ### BEGIN HIDDEN TESTS
-ck.case('lock3', lambda: lock3,
-        expect=ck.exactly(True), name='lock3')
+# lab plan 004 Part 3 lock
+ck.case('lock3', lambda: lock3, expect=ck.exactly(True), name='lock3')
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -129,6 +129,7 @@ WHEEL_COINCIDENCES = {
     8192: "2**13; also Llama-2-70B's hidden size in models.py and viz/memory.py",
     125: "the V100's 125 TFLOP/s fp16 peak in hardware.py",
     1.25: "10 GbE = 1.25 GB/s in hardware.py; Table 5's 1.25 FLOP/byte in roofline.py",
+    256: "2**8: SHA-256 in docstrings, the image batch of Listing 4, the sandbox's process limit",
 }
 
 

@@ -142,7 +142,7 @@ def test_notebook_points_and_cells():
         cell = tests[f"test_{it['qid']}"]
         hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1]
         assert it["var"] in hidden and "#" in hidden  # literal answer with its source comment
-        assert "check_close" in hidden or "check_exact" in hidden
+        assert "ck.approx(" in hidden or "ck.exactly(" in hidden
         assert "==" not in hidden
     answers = [c for c in cells if c.kind == "answer"]
     assert 0 < sum(c.partial for c in answers) < len(answers)
@@ -183,7 +183,7 @@ def leaks(text: str) -> list:
         if expl[:60] in text:
             found.append(f"{it['qid']}: explanation")
     for phrase in ("correct answer is", "### BEGIN SOLUTION", "### BEGIN HIDDEN TESTS",
-                   "check_exact(", "check_close("):
+                   "ck.exactly(", "ck.approx("):
         if phrase.lower() in text.lower():
             found.append(phrase)
     return found
@@ -201,7 +201,7 @@ def test_leak_detector_finds_planted_answers():
     source = read_py(NOTEBOOK)
     found = leaks(source)
     assert "sc1_q1 = answer" in found and "sc2_q4 = answer" in found
-    assert "sc4_q1_mfu = answer" in found and "check_exact(" in found
+    assert "sc4_q1_mfu = answer" in found and "ck.exactly(" in found
 
 
 def test_release_like_notebook_has_no_answers():

@@ -960,11 +960,15 @@ def _stub(item) -> str:
 
 
 def _hidden(item) -> str:
+    """The hidden case of one item (coursekit/grading/cases.py): the answer and its source
+    stay in notebooks/07_self_checks.py; the kernel only records the student's value."""
     var, src = item["var"], item["source"]
     if item["kind"] == "number" and not item.get("integer"):
-        return (f"ck.check_close({var}, {_literal(item)}, rel={item['rel']!r}, "
-                f"name={var!r})  # {src}")
-    return f"ck.check_exact({var}, {_literal(item)}, name={var!r})  # {src}"
+        expect = f"ck.approx({_literal(item)}, rel={item['rel']!r})"
+    else:
+        expect = f"ck.exactly({_literal(item)})"
+    return (f"# {src}\n"
+            f"ck.case({var!r}, lambda: {var}, expect={expect}, name={var!r})")
 
 
 VERIFY = {
