@@ -37,12 +37,15 @@ c.Execute.startup_timeout = 120
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties, CheckCellMetadata, ClearOutput, Execute, IgnorePattern, LimitOutput)
 
+from coursekit.grading.outputs import LimitAllOutputs  # noqa: E402
 from coursekit.grading.template import TrustedTemplate  # noqa: E402
 from coursekit.grading.verdicts import SaveVerdicts  # noqa: E402
 
+# LimitAllOutputs: an output budget on every output type (stream, display_data,
+# execute_result, error), enforced by the grader before the graded notebook is written.
 c.Autograde.sanitize_preprocessors = [ClearOutput, TrustedTemplate, CheckCellMetadata]
 c.Autograde.autograde_preprocessors = [Execute, IgnorePattern, LimitOutput, SaveVerdicts,
-                                       AssignLatePenalties, CheckCellMetadata]
+                                       LimitAllOutputs, AssignLatePenalties, CheckCellMetadata]
 c.TrustedTemplate.course_root = COURSE_ROOT
 c.SaveVerdicts.course_root = COURSE_ROOT
 
@@ -58,16 +61,16 @@ c.StripHiddenTests.show_hidden_tests = os.environ.get("COURSEKIT_SHOW_HIDDEN_TES
 # Or reveal them automatically in feedback generated after a date (UTC unless given):
 # c.StripHiddenTests.show_after = "2026-12-15T23:59:00+00:00"
 
-# Sandbox: every kernel nbgrader starts runs through coursekit's launcher (see
-# coursekit/grading/sandbox.py): the course folder, gradebook and other students are
-# hidden, privileges dropped, processes contained, and rlimits plus a whole-notebook
-# time limit applied. COURSEKIT_SANDBOX=limits grades with rlimits only, and
+# Sandbox: every kernel nbgrader starts runs through coursekit's launcher under bubblewrap
+# (see coursekit/grading/sandbox.py): a minimal read-only filesystem with a copy of the
+# student's own regular files, a cleared environment, no network (IPC sockets in a private
+# directory), own user/PID/IPC namespaces, a cgroup per kernel, rlimits and a
+# whole-notebook time limit. COURSEKIT_SANDBOX=limits grades with rlimits only, and
 # COURSEKIT_SANDBOX=off not at all (benchmarks only); both are reported loudly.
 if os.environ.get("COURSEKIT_SANDBOX") != "off":
     c.Execute.kernel_manager_class = "coursekit.grading.kernel_manager.SandboxKernelManager"
 c.SandboxKernelManager.course_root = COURSE_ROOT
 c.SandboxKernelManager.mode = "limits" if os.environ.get("COURSEKIT_SANDBOX") == "limits" else "auto"
-c.SandboxKernelManager.hide = [c.CourseDirectory.db_url[len("sqlite:///"):]]
 c.SandboxKernelManager.status_file = os.environ.get("COURSEKIT_SANDBOX_STATUS", "")
 c.SandboxKernelManager.time_limit = int(os.environ.get("COURSEKIT_NOTEBOOK_TIMEOUT", "300"))
 c.SandboxKernelManager.memory_limit = int(os.environ.get("COURSEKIT_MEMORY_LIMIT", str(4 * 2**30)))

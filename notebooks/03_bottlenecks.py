@@ -119,9 +119,11 @@ ck.case('4096_3_bf16', lambda: gemm_intensity(4096, 4096, 4096, 2),
 # matrix-vector 4096x4096 @ 4096x1, bf16: 2*4096^2 / ((4096^2 + 2*4096)*2) = 0.999512
 ck.case('matrix-vector', lambda: gemm_intensity(4096, 4096, 1, 2),
         expect=ck.approx(0.99951195, rel=1e-6), name='matrix-vector')
-# GPT-2 XL FFN, 32*1024 tokens x 1600 x 6400, fp16: 1231.8797 FLOP/byte (recomputed)
-ck.case('GPT-2_XL_FFN', lambda: gemm_intensity(32768, 1600, 6400, 2),
-        expect=ck.approx(1231.8797, rel=1e-6), name='GPT-2 XL FFN')
+# Llama-2-7B FFN up-projection, 8 x 2048 tokens x 4096 x 11008, fp16 (not the GPT-2 XL FFN,
+# whose intensity the chapter's table below prints):
+# 2*16384*4096*11008 / ((16384*4096 + 4096*11008 + 16384*11008) * 2) = 2525.1326 (recomputed)
+ck.case('Llama-2-7B_FFN', lambda: gemm_intensity(16384, 4096, 11008, 2),
+        expect=ck.approx(2525.1326, rel=1e-6), name='Llama-2-7B FFN')
 ck.case('gemm_intensity_m_0', lambda: gemm_intensity(0, 4, 4, 2),
         expect=ck.raises(ValueError), name='gemm_intensity(m=0)')
 ### END HIDDEN TESTS

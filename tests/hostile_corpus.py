@@ -15,6 +15,7 @@ before grading moved outside the kernel.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 AID = "02_memory_calculator"
@@ -81,6 +82,8 @@ def _probe(label, path, mode="r"):
                 data = fh.read(200)
             print(f"LEAK {label}: read {len(data)} bytes")
         else:
+            if not _os.path.exists(path):  # writing a new file into its private /tmp is no leak
+                raise FileNotFoundError(path)
             with open(path, "ab") as fh:
                 fh.write(b"corrupted by a submission")
             print(f"LEAK {label}: wrote")
@@ -89,9 +92,11 @@ def _probe(label, path, mode="r"):
 '''
 
 
-def build(root: Path) -> dict:
+def build(root: Path, canary_file: Path | None = None, listen_port: int | None = None) -> dict:
     """Write every hostile submission under ``root/submitted``; return
-    ``{student: (status, score or None, note)}``."""
+    ``{student: (status, score or None, note)}``. ``canary_file``: a root-only file whose
+    content must never reach any output; ``listen_port``: a TCP port on 127.0.0.1 the
+    grader's machine listens on, which no kernel may reach."""
     root = Path(root).resolve()
     expected = {}
 
@@ -339,6 +344,79 @@ def build(root: Path) -> dict:
     case("forged_records", "graded", 15, "extra records for its own cases are duplicates: "
                                          "forging can only lose points")
 
+    # -- intake (issue #12): only regular files, checked before anything is copied -------
+    def folder_with(student, nb=None):
+        folder = root / "submitted" / student / AID
+        folder.mkdir(parents=True, exist_ok=True)
+        if nb is not None:
+            (folder / f"{AID}.ipynb").write_text(json.dumps(nb))
+        return folder
+
+    folder = folder_with("symlinked_files", _load(root, "carol"))
+    (folder / "notes.txt").symlink_to(f"../../../source/{AID}/{AID}.ipynb")
+    (folder / "gb.txt").symlink_to("../../../gradebook.db")
+    if canary_file is not None:
+        (folder / "shadow.txt").symlink_to(canary_file)
+    case("symlinked_files", "rejected", None, "symlinks to source/, the gradebook and a "
+                                               "root-only file: rejected at intake")
+    folder = folder_with("symlinked_notebook")
+    (folder / f"{AID}.ipynb").symlink_to(root / "source" / AID / f"{AID}.ipynb")
+    case("symlinked_notebook", "rejected", None, "the notebook is a symlink to the solutions")
+    folder = folder_with("dev_zero", _load(root, "carol"))
+    (folder / "data.bin").symlink_to("/dev/zero")
+    case("dev_zero", "rejected", None, "a symlink to /dev/zero is never opened")
+    folder = folder_with("fifo_notebook")
+    os.mkfifo(folder / f"{AID}.ipynb")
+    case("fifo_notebook", "rejected", None, "a FIFO named like the notebook")
+    folder = folder_with("dir_notebook")
+    (folder / f"{AID}.ipynb").mkdir()
+    case("dir_notebook", "rejected", None, "a folder named like the notebook")
+    _write(root, "deep_json", None, raw=b"[" * 100_000 + b"]" * 100_000)
+    case("deep_json", "rejected", None, "JSON nested 100,000 deep")
+    nb = _load(root, "alice")
+    _cell(nb, "ex_kv_cache")["metadata"]["nbgrader"]["grade_id"] = ["ex_kv_cache"]
+    nb["cells"][0]["metadata"] = ["not", "a", "dict"]
+    _write(root, "malformed_metadata", nb)
+    case("malformed_metadata", "rejected", None, "a list where metadata and grade_id "
+                                                 "belong: rejected alone, with its reason")
+
+    # -- the kernel's view (issue #12): environment, network, other kernels, floods -------
+    nb = _load(root, "alice")
+    _append(nb, "ex_static_memory", (
+        "import os as _os, socket as _socket, glob as _glob\n"
+        "print('ENV', sorted(_os.environ.items()))\n"
+        f"_port = {listen_port or 9}\n"
+        "try:\n"
+        "    _socket.create_connection(('127.0.0.1', _port), timeout=2)\n"
+        "    print('LEAK network: connected to the grader machine')\n"
+        "except OSError as _e:\n"
+        "    print('BLOCKED network', type(_e).__name__)\n"
+        "_seen = _glob.glob('/tmp/coursekit-ipc-*') + _glob.glob('/tmp/coursekit-sandbox-*')\n"
+        "print('LEAK other kernels' if len(_seen) > 1 else 'BLOCKED other kernels', _seen)\n"
+        "print('TCP table lines', open('/proc/net/tcp').read().count(chr(10)))\n"))
+    _write(root, "kernel_view", nb)
+    case("kernel_view", "graded", 17, "env cleared, no network, no other kernel's sockets")
+
+    nb = _load(root, "alice")
+    _append(nb, "ex_static_memory", (
+        "from IPython.display import display as _d\n"
+        "for _ in range(3):\n"
+        "    _d({'text/plain': 'x' * 25 * 2**20}, raw=True)\n"))
+    _write(root, "display_flood", nb)
+    case("display_flood", "graded", 17, "75 MiB of display_data: cut by the grader's budget")
+
+    nb = _load(root, "alice")
+    _prepend(nb, "ex_kv_cache", (
+        "import os as _os\n"
+        "for _ in range(40):\n"
+        "    if _os.fork() == 0:\n"
+        "        _os.setsid()\n"
+        "        while True:\n"
+        "            pass\n"))
+    _write(root, "cpu_hog", nb)
+    case("cpu_hog", "timeout", None, "40 spinning session leaders share one core of their "
+                                     "own cgroup; the notebook's limit ends them all")
+
     # -- escaping the sandbox -------------------------------------------------------------
     source_nb = root / "source" / AID / f"{AID}.ipynb"
     nb = _load(root, "alice")
@@ -371,4 +449,7 @@ def build(root: Path) -> dict:
     return expected
 
 
-PROBED = ("reads_source", "reads_others", "writes_gradebook")
+PROBED = ("reads_source", "reads_others", "writes_gradebook", "kernel_view")
+PLAIN_HANGS = ("dev_zero", "fifo_notebook")
+"""Plain nbgrader opens these itself before any course code runs (its own copy of the
+folder): the course's ``grade`` rejects them first; plain nbgrader is not run on them."""

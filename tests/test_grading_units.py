@@ -2,6 +2,8 @@
 
 import json
 import math
+import os
+import re
 import sys
 
 import numpy as np
@@ -226,3 +228,71 @@ def test_feedback_scrubs_hidden_code_echoed_by_a_student_cell():
     out = feedback.scrub_output_text(echoed, "[hidden]")
     assert "_record_" not in out and "1.5e9" not in out and out.endswith("ok\n")
     assert feedback.scrub_output_text("x = _record_('t', 'a', g)\nfine\n", "") == "fine\n"
+
+
+# --------------------------------------------------------------------------- intake
+
+
+def test_intake_accepts_only_regular_files(tmp_path):
+    folder = tmp_path / "alice" / "01_x"
+    folder.mkdir(parents=True)
+    (folder / "01_x.ipynb").write_text("{}")
+    (folder / "data").mkdir()
+    (folder / "data" / "table.csv").write_text("a,b\n")
+    assert precheck.intake_problem(folder) == ""
+    (folder / "notes.txt").symlink_to("/etc/passwd")
+    assert "symbolic link" in precheck.intake_problem(folder)
+    (folder / "notes.txt").unlink()
+    os.mkfifo(folder / "pipe")
+    assert "FIFO" in precheck.intake_problem(folder)
+    (folder / "pipe").unlink()
+    assert "more than 1 files" in precheck.intake_problem(folder, max_files=1)
+    assert "MiB" in precheck.intake_problem(folder, max_bytes=1)
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda f: (f / "01_x.ipynb").mkdir(), "is a folder"),
+    (lambda f: os.mkfifo(f / "01_x.ipynb"), "FIFO"),
+    (lambda f: (f / "01_x.ipynb").write_bytes(b"[" * 100_000 + b"]" * 100_000),
+     "nested too deeply"),
+])
+def test_precheck_rejects_hostile_notebook_files_without_hanging(tmp_path, release_nb,
+                                                                 make, match):
+    folder = tmp_path / "bob" / "01_x"
+    folder.mkdir(parents=True)
+    make(folder)
+    found = precheck.check_folder(folder, "01_x", release_nb)
+    assert found[0].level == "rejected" and re.search(match, found[0].message), found
+
+
+def test_precheck_rejects_malformed_metadata_alone(tmp_path, release_nb):
+    folder = tmp_path / "carl" / "01_x"
+    folder.mkdir(parents=True)
+    cells = [_graded("ex_a", False), _graded("test_a", True),
+             {"cell_type": "code", "metadata": ["a"], "source": "", "outputs": []},
+             {"cell_type": "code", "metadata": {"nbgrader": {"grade_id": ["x"]}},
+              "source": "", "outputs": []}]
+    (folder / "01_x.ipynb").write_text(json.dumps(_nb(cells)))
+    found = precheck.check_folder(folder, "01_x", release_nb)
+    assert [f.level for f in found] == ["rejected"]
+    assert "2 cell(s) with malformed" in found[0].message
+
+
+def test_grader_output_budget_covers_every_output_type():
+    import nbformat
+
+    from coursekit.grading import outputs
+
+    nb = nbformat.v4.new_notebook()
+    big = {"text/plain": "x" * 3_000_000}
+    nb.cells = [nbformat.v4.new_code_cell("a", outputs=[
+        nbformat.v4.new_output("display_data", data=big),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "ok"}, execution_count=1),
+        nbformat.v4.new_output("error", ename="E", evalue="y" * 3_000_000, traceback=[])])]
+    assert outputs.limit_outputs(nb, per_output=2**20, total=4 * 2**20) == 2
+    kinds = [o.output_type for o in nb.cells[0].outputs]
+    assert kinds == ["stream", "execute_result", "stream"]
+    assert "removed by the grader" in nb.cells[0].outputs[0].text
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="z" * 900_000)
+                           for _ in range(6)]
+    assert outputs.limit_outputs(nb, per_output=2**20, total=2 * 2**20) == 4

@@ -3,18 +3,22 @@ pre-check, parallel sandboxed autograde, journal, report, feedback."""
 
 import json
 import os
+import secrets
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
 from coursekit.grading import build, grader, pipeline
 from coursekit.grading import report as reportmod
-from coursekit.grading.sandbox import UID_BASE, capabilities
+from coursekit.grading.sandbox import CGROUP_PREFIX, capabilities
 
 from . import hostile_corpus
 from .conftest import copy_course
@@ -23,24 +27,53 @@ LIMITS = {"COURSEKIT_CELL_TIMEOUT": "3", "COURSEKIT_NOTEBOOK_TIMEOUT": "25",
           "COURSEKIT_MEMORY_LIMIT": str(2 * 2**30)}
 
 
-def _sandbox_uids() -> list:
-    out = subprocess.run(["ps", "-eo", "uid="], capture_output=True, text=True).stdout
-    return [int(u) for u in out.split() if int(u) >= UID_BASE]
+ENV_CANARY = "ENV-CANARY-" + secrets.token_hex(8)
+FILE_CANARY = "FILE-CANARY-" + secrets.token_hex(8)
+
+
+def _leftovers() -> list:
+    """Sandbox processes, cgroups or scratch folders still around."""
+    out = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
+    found = [line for line in out.splitlines() if line.startswith("bwrap ")
+             or "coursekit.grading.sandbox" in line]
+    for parent in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/pids"),
+                   Path("/sys/fs/cgroup/cpu")):
+        found += [str(d) for d in parent.glob(CGROUP_PREFIX + "*")] if parent.is_dir() else []
+    found += [str(d) for d in Path(tempfile.gettempdir()).glob("coursekit-sandbox-*")]
+    found += [str(d) for d in Path(tempfile.gettempdir()).glob("coursekit-ipc-*")]
+    found += [str(d) for d in Path(tempfile.gettempdir()).glob("coursekit-status-*")]
+    return found
 
 
 @pytest.fixture(scope="module")
-def hostile(tmp_path_factory):
+def canaries(tmp_path_factory):
+    """A root-only file and a listening TCP socket on the grading machine."""
+    folder = tmp_path_factory.mktemp("canary")
+    canary = folder / "root-only.txt"
+    canary.write_text(FILE_CANARY)
+    canary.chmod(0o600)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(5)
+    yield canary, server.getsockname()[1]
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory, canaries):
     root = copy_course(tmp_path_factory.mktemp("hostile") / "course")
-    saved = {k: os.environ.get(k) for k in [*LIMITS, "COURSEKIT_GRADEBOOK"]}
-    os.environ.update(LIMITS, COURSEKIT_GRADEBOOK=str(root / "gradebook.db"))
+    saved = {k: os.environ.get(k) for k in [*LIMITS, "COURSEKIT_GRADEBOOK", "LMS_API_TOKEN"]}
+    os.environ.update(LIMITS, COURSEKIT_GRADEBOOK=str(root / "gradebook.db"),
+                      LMS_API_TOKEN=ENV_CANARY)
     try:
-        expected = hostile_corpus.build(root)
+        expected = hostile_corpus.build(root, *canaries)
+        before = set(_leftovers())
         lines = []
         results = pipeline.grade(root, workers=2, out=lines.append)
         rows, _ = pipeline.report(root)
         feedback = pipeline.feedback(root)
         rows = {r.student: r for r in rows if r.assignment == hostile_corpus.AID}
-        yield root, expected, results, rows, feedback, lines
+        yield root, expected, results, rows, feedback, lines, before
     finally:
         for k, v in saved.items():
             if v is None:
@@ -50,15 +83,37 @@ def hostile(tmp_path_factory):
 
 
 def test_sandbox_is_fully_enforced_here():
-    # CI and the grading machine run as root: the full sandbox must be available, and
-    # anything less must be reported (the banner names what is missing).
+    # CI and the grading machine run as root with bubblewrap installed (.ci/run, make):
+    # every protection must be enforced; anything less is named in the banner.
     caps = capabilities()
-    assert caps["mode"] == "root", caps
-    assert any("network" in m for m in caps["missing"])
+    assert caps["mode"] == "bwrap", caps
+    assert caps["missing"] == [], caps
+    assert any("no network" in p for p in caps["protections"])
+    assert any("cgroup" in p for p in caps["protections"])
+
+
+def test_no_secret_reaches_any_output_or_feedback(hostile):
+    root = hostile[0]
+    files = [*(root / "autograded").rglob("*"), *(root / "feedback").rglob("*"),
+             *(root / "reports").rglob("*")]
+    for path in files:
+        if path.is_file():
+            data = path.read_bytes()
+            assert ENV_CANARY.encode() not in data, path
+            assert FILE_CANARY.encode() not in data, path
+    env_line = next(line for line in _outputs(root, "kernel_view").splitlines()
+                    if line.startswith("ENV "))
+    assert "LMS_API_TOKEN" not in env_line and "COURSEKIT_GRADEBOOK" not in env_line
+
+
+def _outputs(root, student) -> str:
+    nb = json.loads((root / "autograded" / student / hostile_corpus.AID /
+                     f"{hostile_corpus.AID}.ipynb").read_text())
+    return "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
 
 
 def test_every_case_has_the_expected_status_and_score(hostile):
-    _, expected, _, rows, _, lines = hostile
+    _, expected, _, rows, _, lines, _ = hostile
     problems = []
     for student, (status, score, note) in sorted(expected.items()):
         row = rows.get(student)
@@ -74,7 +129,7 @@ def test_every_case_has_the_expected_status_and_score(hostile):
 
 
 def test_errors_are_never_a_plain_zero(hostile):
-    root, expected, _, rows, _, _ = hostile
+    root, expected, _, rows, _, _, _ = hostile
     csv_text = (root / "reports" / "grades.csv").read_text()
     for student, (status, _, _) in expected.items():
         if status in ("error", "rejected"):
@@ -94,10 +149,7 @@ def test_gradebook_is_intact(hostile):
 def test_probes_saw_nothing(hostile):
     root = hostile[0]
     for student in hostile_corpus.PROBED:
-        nb = json.loads((root / "autograded" / student / hostile_corpus.AID /
-                         f"{hostile_corpus.AID}.ipynb").read_text())
-        text = "".join("".join(o.get("text", "")) for c in nb["cells"]
-                       for o in c.get("outputs", []))
+        text = _outputs(root, student)
         assert "BLOCKED" in text and "LEAK" not in text, (student, text[:500])
     # the files the probes targeted are untouched
     assert b"corrupted" not in (root / "gradebook.db").read_bytes()
@@ -107,20 +159,26 @@ def test_probes_saw_nothing(hostile):
 
 def test_output_flood_is_truncated(hostile):
     root = hostile[0]
-    path = root / "autograded" / "output_flood" / hostile_corpus.AID / f"{hostile_corpus.AID}.ipynb"
-    assert path.stat().st_size < 5 * 2**20
-    assert "output truncated by the grader" in path.read_text()
+    for student, marker in (("output_flood", "output truncated by the grader"),
+                            ("display_flood", "removed by the grader")):
+        path = root / "autograded" / student / hostile_corpus.AID / f"{hostile_corpus.AID}.ipynb"
+        assert path.stat().st_size < 5 * 2**20, student
+        text = path.read_text()
+        assert marker in text or "removed by the grader" in text, student
+        html = root / "feedback" / student / hostile_corpus.AID / f"{hostile_corpus.AID}.html"
+        assert html.stat().st_size < 8 * 2**20, student
 
 
 def test_no_process_outlives_its_kernel(hostile):
+    before = hostile[6]  # what earlier, killed runs on this machine may have left
     deadline = time.time() + 10
-    while _sandbox_uids() and time.time() < deadline:
+    while set(_leftovers()) - before and time.time() < deadline:
         time.sleep(0.5)
-    assert _sandbox_uids() == []
+    assert sorted(set(_leftovers()) - before) == []
 
 
 def test_feedback_never_shows_hidden_tests(hostile):
-    root, expected, _, _, feedback, _ = hostile
+    root, expected, _, _, feedback, _, _ = hostile
     assert feedback
     for html in feedback:
         text = html.read_text()
@@ -149,7 +207,8 @@ def test_dynamic_code_is_flagged_for_review(hostile):
 
 
 PLAIN_SKIP = {"ignores_interrupt", "os_exit", "stripped_metadata", "invalid_json",
-              "colab_renamed"}  # need the course's pre-check or journal, not nbgrader's
+              "colab_renamed", "cpu_hog", "deep_json", "dir_notebook",
+              *hostile_corpus.PLAIN_HANGS}  # need the course's pre-check or journal
 
 
 def test_plain_nbgrader_autograde_grades_the_corpus_the_same(tmp_path):
@@ -159,7 +218,7 @@ def test_plain_nbgrader_autograde_grades_the_corpus_the_same(tmp_path):
     saved = os.environ.get("COURSEKIT_GRADEBOOK")
     os.environ["COURSEKIT_GRADEBOOK"] = env["COURSEKIT_GRADEBOOK"]
     try:
-        expected = hostile_corpus.build(root)
+        expected = hostile_corpus.build(root, tmp_path / "no-canary")
         for student in PLAIN_SKIP:
             shutil.rmtree(root / "submitted" / student)
         pipeline.register_assignments(root, {hostile_corpus.AID})
@@ -176,9 +235,16 @@ def test_plain_nbgrader_autograde_grades_the_corpus_the_same(tmp_path):
             os.environ["COURSEKIT_GRADEBOOK"] = saved
     problems = []
     for student, (status, score, note) in sorted(expected.items()):
-        if student in PLAIN_SKIP or score is None:
+        if student in PLAIN_SKIP:
             continue
         got = rows[student].score if student in rows else None
+        if status == "rejected":  # refused before any kernel runs; plain nbgrader shows its
+            if got not in (None, 0):  # failures as 0 (issue 16), never as points
+                problems.append(f"{student}: rejected by the course, but plain nbgrader "
+                                f"scored it {got}")
+            continue
+        if score is None:
+            continue
         if got != score:
             problems.append(f"{student}: expected {score} ({note}), got {got}")
     assert not problems, "\n".join(problems) + proc.stderr[-3000:]

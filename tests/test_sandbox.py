@@ -1,7 +1,9 @@
-"""The sandbox launcher on its own, with a plain Python command as the 'kernel'."""
+"""The sandbox launcher on its own (bubblewrap), with a plain Python command as the
+'kernel'."""
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -11,7 +13,9 @@ from coursekit.grading import sandbox
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="root mode needs root")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or sandbox.bwrap_path() is None,
+    reason="the full sandbox needs root and bubblewrap (apt-get install bubblewrap)")
 
 
 def run_sandboxed(tmp_path, code, *extra, workdir=None):
@@ -46,7 +50,7 @@ import os
 print("ROOT", sorted(os.listdir(%r)))
 print("MINE", open("mine.txt").read())
 print("UID", os.getuid())
-for path in (%r, %r, "/root/.bash_history"):
+for path in (%r, %r, "/root/.bash_history", "/etc/shadow", "/etc/passwd"):
     try:
         open(path).read(); print("READ", path)
     except OSError as e:
@@ -64,9 +68,39 @@ except OSError as e:
     for secret in ("source", "notebooks", "samples", "tests", "release", ".git"):
         assert f"'{secret}'" not in root_listing, root_listing
     assert "MINE my file" in out
-    assert int(out.split("UID ", 1)[1].split()[0]) >= sandbox.UID_BASE
+    assert int(out.split("UID ", 1)[1].split()[0]) == sandbox.SANDBOX_UID
     assert "READ" not in out.replace("NOREAD", "") and "WROTE" not in out
     assert info["reason"] is None and info["exit_code"] == 0
+
+
+def test_environment_is_cleared_and_network_is_gone(tmp_path, workdir, monkeypatch):
+    monkeypatch.setenv("LMS_API_TOKEN", "canary-token")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    code = ("import os, socket\n"
+            "print('ENV', sorted(os.environ))\n"
+            "try:\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=2); print('NET open')\n"
+            "except OSError as e:\n"
+            "    print('NET', type(e).__name__)\n")
+    proc, _ = run_sandboxed(tmp_path, code, workdir=workdir)
+    server.close()
+    assert "canary-token" not in proc.stdout and "LMS_API_TOKEN" not in proc.stdout
+    assert "NET open" not in proc.stdout and "NET " in proc.stdout, proc.stdout + proc.stderr
+    env = eval(proc.stdout.split("ENV ", 1)[1].splitlines()[0])  # noqa: S307 - our own output
+    assert set(env) <= set(sandbox.ENV_KEEP) | {"PWD"}
+
+
+def test_symlinks_and_special_files_are_not_copied_in(tmp_path, workdir):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET")
+    (workdir / "link.txt").symlink_to(secret)
+    os.mkfifo(workdir / "pipe")
+    code = "import os; print('FILES', sorted(os.listdir('.')))"
+    proc, _ = run_sandboxed(tmp_path, code, workdir=workdir)
+    assert "FILES ['mine.txt']" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_time_limit_kills_and_reports(tmp_path, workdir):
@@ -82,10 +116,27 @@ def test_rlimits_apply(tmp_path, workdir):
             "import os\n"
             "try:\n    os._exit(0) if False else None\n    b = bytearray(3 * 2**30)\n"
             "    print('ALLOCATED')\nexcept MemoryError:\n    print('MEMORYERROR')")
-    proc, _ = run_sandboxed(tmp_path, code, "--memory-limit", str(2**31), "--nproc-limit", "64",
-                            workdir=workdir)
+    proc, _ = run_sandboxed(tmp_path, code, "--memory-limit", str(2**31), workdir=workdir)
     first = proc.stdout.split()
-    assert first[:2] == [str(2**31), "64"] and "MEMORYERROR" in proc.stdout
+    assert first[0] == str(2**31) and "MEMORYERROR" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_fork_bomb_stops_at_the_cgroup_and_dies_with_the_kernel(tmp_path, workdir):
+    code = ("import os, time\n"
+            "n = 0\n"
+            "try:\n"
+            "    while True:\n"
+            "        if os.fork() == 0:\n"
+            "            os.setsid()\n"
+            "            time.sleep(60)\n"
+            "            os._exit(0)\n"
+            "        n += 1\n"
+            "except OSError:\n"
+            "    print('FORKS', n)\n")
+    proc, info = run_sandboxed(tmp_path, code, "--nproc-limit", "32", workdir=workdir)
+    assert 0 < int(proc.stdout.split("FORKS ")[1].split()[0]) < 32, proc.stdout + proc.stderr
+    out = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
+    assert "time.sleep(60)" not in out
 
 
 def test_exit_code_is_reported(tmp_path, workdir):
@@ -95,7 +146,7 @@ def test_exit_code_is_reported(tmp_path, workdir):
 
 def test_capabilities_banner_names_what_is_missing():
     text = sandbox.describe()
-    assert "sandbox mode: root" in text and "NOT enforced: network isolation" in text
+    assert "sandbox mode: bwrap" in text and "no network" in text and "NOT enforced" not in text
     limited = sandbox.describe({"mode": "limits", "protections": ["rlimits"],
                                 "missing": ["filesystem isolation"]})
     assert limited.startswith("WARNING: the grading sandbox is INCOMPLETE")

@@ -75,7 +75,7 @@ def cmd_grade(args) -> int:
     print(f"[grade] {len(results)} submission(s) in this run, {len(bad)} need attention")
     for (student, aid), v in sorted(bad.items()):
         print(f"  {v['status'].upper():<8} {student}/{aid}: {v['reason']}")
-    return 0
+    return 1 if bad else 0
 
 
 def cmd_feedback(args) -> int:

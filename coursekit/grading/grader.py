@@ -19,6 +19,7 @@ import json
 import multiprocessing
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -156,7 +157,9 @@ def classify(root: Path, result: dict, cell_timeout: int) -> dict:
     if reason == "cpu-limit":
         return {"status": "timeout", "reason": "CPU-time limit exceeded; kernel killed"}
     if reason == "sandbox-error":
-        return {"status": "error", "reason": f"sandbox could not start: {sb.get('detail')}"}
+        return {"status": "error", "machinery": True,
+                "reason": f"the grader's sandbox could not start (not the student's fault; "
+                          f"retried on the next run): {sb.get('detail')}"}
     if not result["success"] or not nb_path.exists():
         if reason in ("killed", "crashed", "exit") or (reason or "").startswith("signal"):
             detail = {"killed": "kernel was killed (memory or process limit?)",
@@ -221,7 +224,7 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
     if regrade:
         for student, aid in subs:
             state.pop(f"{student}/{aid}", None)
-    todo, results = [], {}
+    todo = []
     for student, aid in subs:
         key = f"{student}/{aid}"
         digest = submission_hash(root, student, aid)
@@ -230,8 +233,11 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
                           "sha256": digest, "seconds": 0}
             continue
         done = state.get(key)
-        if done and done.get("sha256") == digest and done.get("status") != "rejected":
-            continue
+        if done and done.get("sha256") == digest and not done.get("machinery") and (
+                done.get("status") in ("timeout", "error") or (
+                    done.get("status") == "graded"
+                    and _autograded_notebook(root, student, aid).exists())):
+            continue  # re-verified: a graded entry needs its autograded notebook
         todo.append((student, aid, digest))
     save_state(root, state)
     skipped = len(subs) - len(todo) - len(rejected)
@@ -243,11 +249,15 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
     out(describe(caps))
     out(f"[grade] {len(todo)} to grade with {workers} worker(s); {skipped} already graded "
         f"(journal {STATE_FILE}); {len(rejected)} rejected at pre-check")
+    asked = {f"{s}/{a}" for s, a in subs}
     if not todo:
-        return {tuple(k.split("/", 1)): v for k, v in state.items()}
+        return {tuple(k.split("/", 1)): v for k, v in state.items() if k in asked}
     log_dir = root / LOG_DIR
     log_dir.mkdir(parents=True, exist_ok=True)
-    status_dir = Path(tempfile.mkdtemp(prefix="coursekit-status-"))
+    from .sandbox import remove_stale
+
+    remove_stale()
+    status_dir = Path(tempfile.mkdtemp(prefix=f"coursekit-status-{os.getpid()}-"))
     cell_timeout = int(os.environ.get("COURSEKIT_CELL_TIMEOUT", "60"))
     jobs = [(s, a, str(status_dir / f"{s}--{a}.json")) for s, a, _ in todo]
     digests = {(s, a): d for s, a, d in todo}
@@ -265,9 +275,9 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
                 encoding="utf-8")
             entry = {"status": verdict["status"], "reason": verdict["reason"],
                      "scored": verdict.get("scored", False),
+                     "machinery": verdict.get("machinery", False),
                      "sha256": digests[(student, aid)], "seconds": result["seconds"]}
             state[f"{student}/{aid}"] = entry
-            results[(student, aid)] = entry
             save_state(root, state)
             n_done += 1
             elapsed = time.monotonic() - started
@@ -285,4 +295,5 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
         raise
     finally:
         pool.join()
-    return results
+        shutil.rmtree(status_dir, ignore_errors=True)
+    return {(s, a): state[f"{s}/{a}"] for s, a in subs if f"{s}/{a}" in state}

@@ -17,11 +17,16 @@ for ``submitted/<student>/<assignment>/``:
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 MAX_BYTES = 20 * 2**20
+MAX_FILES = 200
+MAX_FOLDER_BYTES = 50 * 2**20
+MAX_DEPTH = 4
 LEVELS = ("ok", "fixed", "warning", "rejected")
 _COPY_PATTERNS = (
     re.compile(r"^copy of (?P<stem>.+)$", re.I),
@@ -68,6 +73,57 @@ def release_ids(release_nb: Path) -> dict:
     return out
 
 
+def intake_problem(folder, max_files: int = MAX_FILES,
+                   max_bytes: int = MAX_FOLDER_BYTES) -> str:
+    """Why a submission folder must not be copied or graded, or ``""``. Every entry is
+    checked with lstat, nothing is opened: only regular files and plain folders are
+    accepted (no symlinks, devices, FIFOs or sockets), with limits on count, size, depth."""
+    folder = Path(folder)
+    try:
+        if not os.path.isdir(folder) or os.path.islink(folder):
+            return "the submission is not a plain folder"
+        count, total, todo = 0, 0, [(str(folder), 0)]
+        while todo:
+            path, depth = todo.pop()
+            for entry in os.scandir(path):
+                st = entry.stat(follow_symlinks=False)
+                rel = os.path.relpath(entry.path, folder)
+                if stat.S_ISDIR(st.st_mode):
+                    if depth + 1 > MAX_DEPTH:
+                        return f"folders nested deeper than {MAX_DEPTH} levels ({rel!r})"
+                    todo.append((entry.path, depth + 1))
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    kind = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else "a FIFO"
+                            if stat.S_ISFIFO(st.st_mode) else "a device or socket")
+                    return f"{rel!r} is {kind}; only regular files are accepted"
+                count += 1
+                total += st.st_size
+                if count > max_files:
+                    return f"more than {max_files} files"
+                if total > max_bytes:
+                    return f"more than {max_bytes // 2**20} MiB of files"
+    except OSError as exc:
+        return f"the folder cannot be read ({exc.strerror or exc})"
+    return ""
+
+
+def _nbgrader_meta(cell):
+    """A cell's nbgrader metadata: a dict with a string grade_id, None when absent, or the
+    string ``"malformed"`` when its types are wrong."""
+    if not isinstance(cell, dict):
+        return "malformed"
+    meta = cell.get("metadata", {})
+    if not isinstance(meta, dict):
+        return "malformed"
+    nbg = meta.get("nbgrader")
+    if nbg is None:
+        return None
+    if not isinstance(nbg, dict) or not isinstance(nbg.get("grade_id", ""), str):
+        return "malformed"
+    return nbg if "grade_id" in nbg else None
+
+
 def check_folder(folder: Path, assignment: str, release_nb: Path | None,
                  max_bytes: int = MAX_BYTES, fix: bool = True) -> list:
     """Findings for one ``submitted/<student>/<assignment>/`` folder (renames if ``fix``)."""
@@ -77,10 +133,17 @@ def check_folder(folder: Path, assignment: str, release_nb: Path | None,
     def add(level, message, file=""):
         found.append(Finding(student, assignment, level, message, file))
 
+    problem = intake_problem(folder)
+    if problem:
+        add("rejected", problem)
+        return found
     expected = f"{assignment}.ipynb"
     notebooks = sorted(p for p in folder.iterdir() if p.is_file()
                        and p.name.lower().endswith(".ipynb"))
     target = folder / expected
+    if os.path.lexists(target) and not target.is_file():
+        add("rejected", f"{expected!r} is a folder, not a notebook file", expected)
+        return found
     if not target.exists():
         candidates = [p for p in notebooks if normalized_stem(p.name) == assignment]
         if len(candidates) == 1:
@@ -103,6 +166,9 @@ def check_folder(folder: Path, assignment: str, release_nb: Path | None,
         return found
     try:
         nb = json.loads(target.read_bytes().decode("utf-8"))
+    except RecursionError:
+        add("rejected", "the notebook's JSON is nested too deeply to be a notebook", expected)
+        return found
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         add("rejected", f"not valid JSON ({exc.__class__.__name__}: {str(exc)[:80]}); the "
                         "file is damaged: download the notebook again", expected)
@@ -111,11 +177,18 @@ def check_folder(folder: Path, assignment: str, release_nb: Path | None,
             or "nbformat" not in nb:
         add("rejected", "JSON but not a Jupyter notebook (no 'cells'/'nbformat')", expected)
         return found
-    graded = {}
+    graded, malformed = {}, 0
     for cell in nb["cells"]:
-        meta = (cell.get("metadata") or {}).get("nbgrader") if isinstance(cell, dict) else None
-        if isinstance(meta, dict) and "grade_id" in meta:
+        meta = _nbgrader_meta(cell)
+        if meta == "malformed":
+            malformed += 1
+        elif meta is not None:
             graded[meta["grade_id"]] = meta
+    if malformed:
+        add("rejected", f"{malformed} cell(s) with malformed metadata (a list or number where "
+                        "Jupyter writes an object); copy your answers into a fresh release "
+                        "notebook", expected)
+        return found
     if not graded:
         add("rejected", "nbgrader metadata stripped from every cell (an editor or Colab "
                         "removed it); copy your answers into a fresh release notebook",

@@ -66,10 +66,13 @@ def read_rows(db_url: str, outcomes: dict | None = None) -> list:
                 except Exception:  # noqa: BLE001 - MissingEntry: nothing graded
                     score, graded = None, False
                 status = info.get("status") or ("graded" if graded else "missing")
+                reason = info.get("reason", "")
+                if status == "graded" and not graded:  # a stale journal: never a crash or a 0
+                    status, reason = "missing", ("the journal says graded but the gradebook "
+                                                 "has no grade; run `grade` again")
                 if not graded or not info.get("scored", status == "graded"):
                     score = None  # an error is never shown as a score of 0
-                rows.append(Row(student_id, assignment.name, status, score, max_score,
-                                info.get("reason", "")))
+                rows.append(Row(student_id, assignment.name, status, score, max_score, reason))
     return rows
 
 

@@ -1,35 +1,33 @@
-"""Run a submission's Jupyter kernel as untrusted code.
+"""Run a submission's Jupyter kernel as untrusted code, under bubblewrap.
 
 ``nbgrader_config.py`` sets ``c.Execute.kernel_manager_class`` to
-:class:`coursekit.grading.kernel_manager.SandboxKernelManager`, so plain ``nbgrader autograde`` and the course's
-``grade`` command both start every kernel through the launcher in this module
-(``python -m coursekit.grading.sandbox ... -- <kernel command>``). The launcher:
+:class:`coursekit.grading.kernel_manager.SandboxKernelManager`, so plain ``nbgrader
+autograde`` and the course's ``grade`` command both start every kernel through this
+launcher (``python -m coursekit.grading.sandbox ... -- <kernel command>``). The isolation
+itself is done by **bubblewrap** (``bwrap``, Debian's ``bubblewrap``; the Flatpak sandbox),
+a well-kept tool, not by code of ours. Each kernel gets:
 
-* **hides the course** (root mode): in a private mount namespace the course root is
-  replaced by an empty tmpfs into which only the library (``coursekit/``), the
-  virtual environment and a *copy* of the submission's own folder are mapped back;
-  gradebook, ``source/``, ``release/``, ``notebooks/``, ``samples/``, other students'
-  ``submitted/`` and ``autograded/`` folders, ``tests/`` and ``.git`` are invisible.
-  Directories that only root may enter (e.g. ``/root`` holding the interpreter) get
-  the same treatment, which also hides Jupyter's connection files of other kernels.
-  ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are fresh, size-limited tmpfs mounts;
-* **drops privileges** to an unprivileged uid/gid unique to this kernel (no
-  supplementary groups), so nothing outside that scratch space is writable;
-* **contains processes** in a private PID namespace: when the kernel ends, every
-  process it forked ends too;
-* **limits resources** with rlimits: address space, number of processes (a fork bomb
-  stops there), file size, open files, CPU seconds, no core dumps; and a wall-clock
-  limit for the whole notebook, after which the kernel is killed;
-* **limits output**: the kernel's stdout/stderr streams to the notebook are cut
-  after a byte budget, and its own fd 1/2 go to a file inside the sandbox, not to
-  the grader's log.
+* **a minimal filesystem**: a fresh root holding only ``/usr`` (and the ``/lib``, ``/bin``
+  links), the interpreter and the virtual environment read-only, the ``coursekit`` package
+  read-only, a size-limited private ``/tmp``, and a private *copy* of this submission's own
+  regular files as its working directory. No course root, no ``source/``, no gradebook, no
+  other checkout, no home directory, no ``/etc/shadow``;
+* **a cleared environment** (``--clearenv``) with a short allow-list (:data:`ENV_KEEP`);
+* **no network** (``--unshare-net``): kernel messages travel over IPC sockets in a private
+  directory of this kernel only (the kernel manager uses jupyter_client's ``ipc``
+  transport), so there are no ports to clash and no other kernel to listen to;
+* **its own user, PID, IPC and UTS namespaces**, ``--die-with-parent`` and
+  ``--new-session`` (no controlling terminal to inject into);
+* **limits for every process of the kernel**: a cgroup per kernel (``pids.max``, a CPU
+  quota of one core) where the machine offers cgroups, rlimits otherwise and in addition
+  (address space, file size, open files, CPU seconds, no core dumps); a wall-clock limit for
+  the whole notebook; when the kernel ends, every process it started is killed;
+* **an output budget** in the kernel for printed streams (``kernel_guard``); the grader
+  enforces a budget on every output type again before anything is saved
+  (:class:`coursekit.grading.verdicts.LimitAllOutputs`).
 
-Root mode needs root (or CAP_SYS_ADMIN). Without it the launcher applies the
-rlimits and the time limit only and says so loudly on stderr (the grader's log) and
-in :func:`capabilities`, which the ``grade`` command prints at start.
-
-What it does not do: network isolation (the kernel talks to the grader over
-loopback TCP). Files that are world-readable outside the course root stay readable.
+Without root or without ``bwrap`` the launcher applies the rlimits and the time limit only
+and says so loudly, in the grader's log and in :func:`capabilities`, which ``grade`` prints.
 """
 
 from __future__ import annotations
@@ -39,60 +37,138 @@ import ctypes
 import json
 import os
 import resource
+import shutil
 import signal
 import stat
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-CLONE_NEWNS = 0x00020000
-CLONE_NEWPID = 0x20000000
-MS_NOSUID = 2
-MS_NODEV = 4
-MS_BIND = 4096
-MS_REC = 16384
-MS_PRIVATE = 1 << 18
-MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
-
 DEFAULTS = dict(time_limit=300, memory_limit=4 * 2**30, nproc_limit=256,
                 file_size_limit=64 * 2**20, tmp_size=128 * 2**20, output_limit=2 * 2**20,
-                cpu_limit=0)
-UID_BASE = 1_200_000
-"""Sandbox uids are UID_BASE + (launcher pid mod 100000): unique per live kernel and
-far from any real account, so rlimits on processes are per kernel."""
-
-_libc = None
-
-
-def _c():
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
-                                ctypes.c_ulong, ctypes.c_char_p]
-        _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
-    return _libc
+                cpu_limit=0, max_files=200)
+ENV_KEEP = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
+            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "MALLOC_ARENA_MAX": "2", "HOME": "/tmp/home", "MPLCONFIGDIR": "/tmp/home/.mpl",
+            "IPYTHONDIR": "/tmp/home/.ipython", "JUPYTER_RUNTIME_DIR": "/tmp/home/runtime",
+            "TMPDIR": "/tmp", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+"""The kernel's whole environment: nothing of the grader's (tokens, gradebook URL) passes."""
+SANDBOX_UID = 1000
+CONNECTION_INSIDE = "/run/coursekit/connection.json"
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CGROUP_PREFIX = "coursekit-kernel-"
 
 
-def _check(rc, what):
-    if rc != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
+def bwrap_path() -> str | None:
+    """The bubblewrap executable, or None."""
+    return shutil.which("bwrap")
 
 
-def _mount(source, target, fstype, flags, data=None):
-    _check(_c().mount(source.encode() if source else None, str(target).encode(),
-                      fstype.encode() if fstype else None, flags,
-                      data.encode() if data else None), f"mount {target}")
+# --------------------------------------------------------------------------------------
+# cgroups: per-kernel process count and CPU quota (v2 or v1), best effort
+# --------------------------------------------------------------------------------------
 
 
-def _tmpfs(target, size, mode="0755"):
-    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(size)},mode={mode}")
+def _cgroup_dirs(name: str) -> dict:
+    """``{controller: directory}`` for a new cgroup ``name`` (not created)."""
+    if (CGROUP_ROOT / "cgroup.controllers").exists():  # unified hierarchy (v2)
+        return {"unified": CGROUP_ROOT / name}
+    return {c: CGROUP_ROOT / c / name for c in ("pids", "cpu")
+            if (CGROUP_ROOT / c / "cgroup.procs").exists()}
 
 
-def _bind(source, target):
-    _mount(str(source), target, None, MS_BIND | MS_REC)
+def cgroup_create(name: str, pids_max: int, cpus: float = 1.0) -> dict:
+    """Create the kernel's cgroup(s) with their limits; ``{}`` if the machine has none."""
+    dirs = _cgroup_dirs(name)
+    made = {}
+    try:
+        for kind, d in dirs.items():
+            d.mkdir()
+            made[kind] = d
+            if kind == "unified":
+                (d / "pids.max").write_text(str(pids_max))
+                (d / "cpu.max").write_text(f"{int(cpus * 100000)} 100000")
+            elif kind == "pids":
+                (d / "pids.max").write_text(str(pids_max))
+            elif kind == "cpu":
+                (d / "cpu.cfs_period_us").write_text("100000")
+                (d / "cpu.cfs_quota_us").write_text(str(int(cpus * 100000)))
+    except OSError:
+        cgroup_remove(made)
+        return {}
+    return made
+
+
+def cgroup_join(groups: dict, pid: int) -> None:
+    """Move ``pid`` (and so its future children) into the groups."""
+    for d in groups.values():
+        (d / "cgroup.procs").write_text(str(pid))
+
+
+def cgroup_remove(groups: dict) -> None:
+    """Kill every process left in the groups and remove them."""
+    for _ in range(50):
+        alive = set()
+        for d in groups.values():
+            try:
+                alive |= {int(p) for p in (d / "cgroup.procs").read_text().split()}
+            except OSError:
+                pass
+        alive.discard(os.getpid())
+        if not alive:
+            break
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.02)
+    for d in groups.values():
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale(tmp_root: str = tempfile.gettempdir()) -> None:
+    """Remove the cgroups and scratch folders of launchers that were killed (SIGKILL leaves
+    no chance to clean up); their names carry the launcher's pid."""
+    for parent in [CGROUP_ROOT, *(CGROUP_ROOT / c for c in ("pids", "cpu"))]:
+        for d in parent.glob(CGROUP_PREFIX + "*") if parent.is_dir() else []:
+            pid = d.name[len(CGROUP_PREFIX):]
+            if pid.isdigit() and not _pid_alive(int(pid)):
+                cgroup_remove({"x": d})
+    for pattern in ("coursekit-sandbox-*", "coursekit-status-*"):
+        for d in Path(tmp_root).glob(pattern):
+            pid = d.name.split("-")[2]
+            if pid.isdigit() and not _pid_alive(int(pid)):
+                shutil.rmtree(d, ignore_errors=True)
+    for d in Path(tmp_root).glob("coursekit-ipc-*"):  # a launcher that was SIGKILLed
+        try:
+            pid = int((d / "launcher.pid").read_text())
+        except (OSError, ValueError):
+            continue
+        if not _pid_alive(pid):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _cgroups_work() -> bool:
+    groups = cgroup_create(f"{CGROUP_PREFIX}probe-{os.getpid()}", 10)
+    cgroup_remove(groups)
+    return bool(groups)
 
 
 # --------------------------------------------------------------------------------------
@@ -101,49 +177,57 @@ def _bind(source, target):
 
 
 def capabilities() -> dict:
-    """What the sandbox can enforce on this machine: ``{"mode", "protections", "missing"}``.
+    """What the sandbox enforces on this machine: ``{"mode", "protections", "missing"}``.
 
-    ``mode`` is ``"root"`` (namespaces, uid drop, rlimits, time limit) or ``"limits"``
-    (rlimits and time limit only).
-    """
+    ``mode`` is ``"bwrap"`` (bubblewrap isolation, as root) or ``"limits"`` (rlimits and
+    the time limit only), or ``"off"``."""
     if os.environ.get("COURSEKIT_SANDBOX") == "off":
         return {"mode": "off", "protections": [],
                 "missing": ["everything: COURSEKIT_SANDBOX=off runs submissions with the "
                             "grader's rights and no limits"]}
-    protections = ["rlimits: memory, processes, file size, open files, CPU",
-                   "whole-notebook wall-clock limit", "output budget"]
+    protections = ["rlimits: address space, file size, open files, CPU seconds, no core dumps",
+                   "whole-notebook wall-clock limit", "output budget on every output type "
+                   "(in the kernel for streams, again by the grader for everything)",
+                   "IPC transport: kernel sockets in a private directory (no TCP ports)"]
     missing = []
-    if os.environ.get("COURSEKIT_SANDBOX") != "limits" and os.geteuid() == 0 \
-            and _namespaces_work():
-        mode = "root"
-        protections += ["private mount namespace hides the course (only coursekit, the venv "
-                        "and a copy of the submission's folder are visible)",
-                        "private PID namespace (all child processes die with the kernel)",
-                        "unprivileged per-kernel uid (nothing writable outside its scratch)",
-                        "size-limited private /tmp, /var/tmp, /dev/shm"]
+    wanted = os.environ.get("COURSEKIT_SANDBOX") != "limits"
+    if wanted and os.geteuid() == 0 and bwrap_path() and _bwrap_works():
+        mode = "bwrap"
+        protections += [
+            "bubblewrap: minimal filesystem (interpreter, venv and coursekit read-only, "
+            "private /tmp, a copy of the submission's own regular files); no course root, "
+            "no other checkout, no home directories",
+            "cleared environment (allow-list only)",
+            "no network (new network namespace)",
+            "own user, PID, IPC and UTS namespaces; dies with the grader; new session"]
+        if _cgroups_work():
+            protections.append("cgroup per kernel: process count and one CPU core; every "
+                               "process killed when the kernel ends")
+        else:
+            missing.append("cgroups (not writable here): the process count is not limited "
+                           "per kernel; processes still die with the PID namespace")
     else:
         mode = "limits"
-        why = ("COURSEKIT_SANDBOX=limits" if os.environ.get("COURSEKIT_SANDBOX") == "limits"
+        why = ("COURSEKIT_SANDBOX=limits" if not wanted
                else "not running as root" if os.geteuid() != 0
-               else "mount namespaces unavailable")
+               else "bubblewrap is not installed (apt-get install bubblewrap)"
+               if not bwrap_path() else "bubblewrap cannot create namespaces here")
         missing += [f"filesystem isolation ({why}): the kernel can read and write what "
                     "the grading user can, including source/ and the gradebook",
-                    "privilege drop", "PID namespace"]
-    missing.append("network isolation (the kernel talks to the grader over loopback)")
+                    "environment clearing", "network isolation", "PID namespace",
+                    "per-kernel process and CPU limits"]
     return {"mode": mode, "protections": protections, "missing": missing}
 
 
-def _namespaces_work() -> bool:
-    """Probe: can a child process create a private mount namespace?"""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        try:
-            _check(_c().unshare(CLONE_NEWNS), "unshare")
-            os._exit(0)
-        except BaseException:  # noqa: BLE001
-            os._exit(1)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
+def _bwrap_works() -> bool:
+    try:
+        import subprocess
+
+        out = subprocess.run([bwrap_path(), "--unshare-all", "--die-with-parent",
+                              "--ro-bind", "/", "/", "true"], capture_output=True, timeout=10)
+        return out.returncode == 0
+    except (OSError, ValueError):
+        return False
 
 
 def describe(caps=None) -> str:
@@ -152,10 +236,10 @@ def describe(caps=None) -> str:
     lines = [f"sandbox mode: {caps['mode']}"]
     lines += [f"  enforced: {p}" for p in caps["protections"]]
     lines += [f"  NOT enforced: {m}" for m in caps["missing"]]
-    if caps["mode"] != "root":
+    if caps["mode"] != "bwrap":
         lines.insert(0, "WARNING: the grading sandbox is INCOMPLETE on this machine; "
-                        "submissions run with the grader's file access (run as root on a "
-                        "Linux grading server for full isolation).")
+                        "submissions run with the grader's file access (run as root with "
+                        "bubblewrap installed for full isolation).")
     return "\n".join(lines)
 
 
@@ -173,83 +257,78 @@ def _needed_paths(kernel_cmd, course_root: str) -> list:
 
     package = os.path.realpath(os.path.dirname(coursekit.__file__))
     prefix = os.path.realpath(sys.prefix)
-
-    paths = {os.path.realpath(sys.executable), os.path.realpath(kernel_cmd[0]),
-             os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix),
-             os.path.realpath(sys.exec_prefix),
-             os.path.realpath(os.path.dirname(coursekit.__file__))}
-    exe = os.path.abspath(kernel_cmd[0])
-    paths.add(exe)
+    paths = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix),
+             os.path.realpath(sys.exec_prefix), package, sys.prefix,
+             os.path.realpath(kernel_cmd[0]), os.path.dirname(os.path.realpath(sys.executable))}
     for entry in sys.path:
         if entry and os.path.isabs(entry) and os.path.exists(entry):
             paths.add(os.path.realpath(entry))
+
     def allowed(p):
         inside = p == course_root or p.startswith(course_root + os.sep)
         return not inside or any(p == q or p.startswith(q + os.sep) for q in (package, prefix))
 
-    return sorted(p for p in paths if os.path.exists(p) and allowed(p))
+    chosen = sorted(p for p in paths if os.path.exists(p) and allowed(p)
+                    and not p.startswith("/usr/"))
+    # drop paths already inside another chosen one
+    return [p for p in chosen if not any(p != q and p.startswith(q + os.sep) for q in chosen)]
 
 
-def _others_can_enter(path: str) -> bool:
-    return bool(os.stat(path).st_mode & stat.S_IXOTH)
+def copy_submission(workdir: str, dest: Path, max_bytes: int, max_files: int) -> list:
+    """Copy the regular files of ``workdir`` (one level, no symlinks, no devices, no FIFOs:
+    checked with lstat and opened with O_NOFOLLOW | O_NONBLOCK) into ``dest``."""
+    skipped, total, count = [], 0, 0
+    if not os.path.isdir(workdir):
+        return skipped
+    for entry in sorted(os.scandir(workdir), key=lambda e: e.name):
+        st = entry.stat(follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            skipped.append(entry.name)
+            continue
+        count += 1
+        total += st.st_size
+        if count > max_files or total > max_bytes:
+            raise OSError(f"submission folder holds more than {max_files} files or "
+                          f"{max_bytes} bytes")
+        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as src, open(dest / entry.name, "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+    return skipped
 
 
-def _ancestors(path: str) -> list:
-    parts = Path(path).parts
-    return [str(Path(*parts[:i])) for i in range(1, len(parts))]
+def _bind_args(paths) -> list:
+    args = []
+    for top in ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for etc in ("/etc/ld.so.cache", "/etc/localtime", "/etc/fonts", "/etc/alternatives"):
+        if os.path.exists(etc):
+            args += ["--ro-bind", etc, etc]
+    for p in paths:
+        args += ["--ro-bind", p, p]
+    return args
 
 
-def _overmount(directory: str, keep: set, size=4 * 2**20, mode="0755") -> None:
-    """Replace ``directory`` by an empty tmpfs, mapping back only the children in ``keep``.
-
-    The children are held open (O_PATH) across the mount and bound back through
-    ``/proc/self/fd``, so no staging directory is needed.
-    """
-    held = []
-    for child in sorted(keep):
-        src = os.path.join(directory, child)
-        if os.path.lexists(src):
-            held.append((child, os.open(src, os.O_PATH), os.path.isdir(src)))
-    _tmpfs(directory, size, mode)
-    for child, fd, is_dir in held:
-        target = Path(directory) / child
-        if is_dir:
-            target.mkdir()
-        else:
-            target.touch()
-        _bind(f"/proc/self/fd/{fd}", target)
-        os.close(fd)
-
-
-def _children_needed(directory: str, needed: list) -> set:
-    """First path components below ``directory`` of the needed paths inside it."""
-    out = set()
-    for p in needed:
-        if p.startswith(directory.rstrip("/") + "/"):
-            out.add(Path(p).relative_to(directory).parts[0])
-    return out
-
-
-def _hide_everything_but(course_root: str, needed: list) -> None:
-    """Overmount the course root and every directory others cannot enter that lies on
-    the way to a needed path, keeping only what the needed paths go through."""
-    done = set() if os.path.isdir(course_root) else {course_root}
-    while True:
-        todo = {}
-        for p in needed:
-            for anc in _ancestors(p):
-                if anc in done:
-                    continue
-                if anc == course_root or (not _others_can_enter(anc)):
-                    child = Path(p).relative_to(anc).parts[0]
-                    todo.setdefault(anc, set()).add(child)
-        if course_root not in done and course_root not in todo:
-            todo[course_root] = set()
-        if not todo:
-            return
-        shallowest = min(todo, key=lambda a: len(Path(a).parts))
-        _overmount(shallowest, todo[shallowest])
-        done.add(shallowest)
+def bwrap_command(kernel_cmd, *, workdir_inside: str, copy_dir: Path, ipc_dir: str | None,
+                  connection: str | None, paths, tmp_size: int) -> list:
+    """The bubblewrap command line that runs ``kernel_cmd`` (see the module docstring)."""
+    cmd = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-user",
+           "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--unshare-pid",
+           "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+           "--hostname", "sandbox", "--clearenv"]
+    for key, value in ENV_KEEP.items():
+        cmd += ["--setenv", key, value]
+    cmd += _bind_args(paths)
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_size), "--tmpfs", "/tmp",
+            "--dir", "/tmp/home", "--bind", str(copy_dir), workdir_inside]
+    if ipc_dir:
+        cmd += ["--bind", ipc_dir, ipc_dir]
+    if connection:
+        cmd += ["--ro-bind", connection, CONNECTION_INSIDE]
+    cmd += ["--remount-ro", "/", "--chdir", workdir_inside, "--", *kernel_cmd]
+    return cmd
 
 
 def _rlimits(args) -> None:
@@ -261,7 +340,7 @@ def _rlimits(args) -> None:
 
     if args.memory_limit:
         setlim(resource.RLIMIT_AS, args.memory_limit)
-    if args.nproc_limit:
+    if args.nproc_limit and os.geteuid() != 0:
         setlim(resource.RLIMIT_NPROC, args.nproc_limit)
     if args.file_size_limit:
         setlim(resource.RLIMIT_FSIZE, args.file_size_limit)
@@ -298,7 +377,8 @@ def _conn_arg_index(cmd) -> int | None:
 
 def launch(args) -> int:
     """Set up the sandbox and run the kernel command; returns its exit code."""
-    _c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the grader
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # die with the grader
     cmd = list(args.command)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -306,129 +386,98 @@ def launch(args) -> int:
         print("coursekit sandbox: no kernel command given", file=sys.stderr)
         return 2
     cmd.append(f"--IPKernelApp.exec_lines=[{_guard_line(args.output_limit)!r}]")
-    status_fd = None
-    if args.status_file:
-        status_fd = os.open(args.status_file, os.O_WRONLY | os.O_CREAT, 0o600)
+    status_fd = os.open(args.status_file, os.O_WRONLY | os.O_CREAT, 0o600) \
+        if args.status_file else None
     workdir = os.path.realpath(args.workdir or os.getcwd())
-    root_mode = os.geteuid() == 0 and not args.no_namespaces
-    uid = UID_BASE + os.getpid() % 100_000
-    env = dict(os.environ)
-    for key in ("COURSEKIT_GRADEBOOK", "COURSEKIT_SANDBOX_STATUS", "JPY_SESSION_NAME"):
-        env.pop(key, None)
-    env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               MALLOC_ARENA_MAX="2", MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
-    if root_mode:
+    full = os.geteuid() == 0 and not args.no_namespaces and bwrap_path() is not None
+    if args.ipc_dir and os.path.isdir(args.ipc_dir):
+        Path(args.ipc_dir, "launcher.pid").write_text(str(os.getpid()))
+    scratch, groups = None, {}
+    run_cmd, env = cmd, dict(ENV_KEEP)
+    if full:
         try:
-            needed = _needed_paths(cmd, os.path.realpath(args.course_root))
+            remove_stale()
+            scratch = Path(tempfile.mkdtemp(prefix=f"coursekit-sandbox-{os.getpid()}-"))
+            copy_dir = scratch / "work"
+            copy_dir.mkdir()
+            skipped = copy_submission(workdir, copy_dir, args.tmp_size // 2, args.max_files)
+            if skipped:
+                print(f"coursekit sandbox: not copied into the sandbox (not regular files): "
+                      f"{', '.join(skipped)}", file=sys.stderr)
             conn_index = _conn_arg_index(cmd)
-            conn_data = None
+            connection = None
             if conn_index is not None:
-                conn_path = cmd[conn_index].split("=", 1)[-1]
-                conn_data = Path(conn_path).read_bytes()
-            files = {}
-            if os.path.isdir(workdir):
-                total = 0
-                for p in sorted(Path(workdir).iterdir()):
-                    if p.is_file() and not p.is_symlink():
-                        total += p.stat().st_size
-                        if total > args.tmp_size // 2:
-                            raise OSError(f"submission folder larger than {args.tmp_size // 2}"
-                                          " bytes")
-                        files[p.name] = p.read_bytes()
-            _check(_c().unshare(CLONE_NEWNS | CLONE_NEWPID), "unshare")
-            _mount(None, "/", None, MS_REC | MS_PRIVATE)
-            _overmount("/tmp", _children_needed("/tmp", needed), args.tmp_size, "1777")
-            for extra in ("/var/tmp", "/dev/shm"):
-                if os.path.isdir(extra):
-                    _overmount(extra, _children_needed(extra, needed), 16 * 2**20, "1777")
-            scratch = Path(f"/tmp/.sandbox-{uid}")
-            home, work = scratch / "home", scratch / "work"
-            for d in (scratch, home, work):
-                d.mkdir(mode=0o700)
-            for name, data in files.items():
-                (work / name).write_bytes(data)
-            for p in [scratch, home, work, *work.iterdir()]:
-                os.chown(p, uid, uid)
-            if conn_index is not None:
-                target = home / "kernel-connection.json"
-                target.write_bytes(conn_data)
-                os.chown(target, uid, uid)
-                os.chmod(target, 0o600)
-                cmd[conn_index] = (str(target) if cmd[conn_index - 1] == "-f"
-                                   else cmd[conn_index].split("=", 1)[0] + "=" + str(target))
-            for hidden in args.hide:
-                if os.path.isdir(hidden):
-                    _tmpfs(hidden, 2**20, "0000")
-                elif os.path.exists(hidden):
-                    _bind("/dev/null", hidden)
-            course_root = os.path.realpath(args.course_root)
-            _hide_everything_but(course_root, needed)
-            if workdir == course_root or workdir.startswith(course_root + os.sep):
-                Path(workdir).mkdir(parents=True, exist_ok=True)
-                _bind(work, workdir)
-            else:
-                workdir = str(work)
-            env.update(HOME=str(home), MPLCONFIGDIR=str(home / ".mpl"),
-                       IPYTHONDIR=str(home / ".ipython"), JUPYTER_RUNTIME_DIR=str(home),
-                       TMPDIR="/tmp")
+                connection = cmd[conn_index].split("=", 1)[-1]
+                cmd[conn_index] = (CONNECTION_INSIDE if cmd[conn_index - 1] == "-f"
+                                   else cmd[conn_index].split("=", 1)[0] + "="
+                                   + CONNECTION_INSIDE)
+            paths = _needed_paths(cmd, os.path.realpath(args.course_root))
+            run_cmd = bwrap_command(cmd, workdir_inside=workdir, copy_dir=copy_dir,
+                                    ipc_dir=args.ipc_dir, connection=connection, paths=paths,
+                                    tmp_size=args.tmp_size)
+            groups = cgroup_create(f"{CGROUP_PREFIX}{os.getpid()}", args.nproc_limit)
         except OSError as exc:
             print(f"coursekit sandbox: cannot isolate the kernel ({exc}); refusing to run it. "
                   "Set COURSEKIT_SANDBOX=limits to grade with rlimits only.", file=sys.stderr)
             _write_status(status_fd, {"reason": "sandbox-error", "detail": str(exc)})
+            if scratch:
+                shutil.rmtree(scratch, ignore_errors=True)
             return 3
     else:
+        env = dict(os.environ)
+        for key in ("COURSEKIT_GRADEBOOK", "COURSEKIT_SANDBOX_STATUS", "JPY_SESSION_NAME"):
+            env.pop(key, None)
+        env.update({k: v for k, v in ENV_KEEP.items() if k not in ("HOME", "PATH", "TMPDIR",
+                                                                   "IPYTHONDIR",
+                                                                   "JUPYTER_RUNTIME_DIR")})
         print("coursekit sandbox: WARNING: running the kernel with rlimits and a time limit "
-              "only (no filesystem isolation, no privilege drop)", file=sys.stderr)
+              "only (no bubblewrap isolation)", file=sys.stderr)
 
-    out_path = f"/tmp/.sandbox-{uid}/kernel-output.log" if root_mode else os.devnull
-    if args.debug:
-        out_path = None
     start = time.monotonic()
     child = os.fork()
     if child == 0:  # pragma: no cover - exercised through the corpus tests
         try:
-            if root_mode:
-                _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV)
-            if out_path is not None:
-                fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            if groups:
+                cgroup_join(groups, os.getpid())
+            if not args.debug:
+                fd = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(fd, 1)
                 os.dup2(fd, 2)
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
-            os.chdir(workdir if os.path.isdir(workdir) else "/tmp")
+            if not full:
+                os.chdir(workdir if os.path.isdir(workdir) else "/tmp")
             _rlimits(args)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
-            if root_mode:
-                os.setgroups([])
-                os.setgid(uid)
-                os.setuid(uid)
-            # after the uid change: changing credentials clears the parent-death signal
-            _c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            os.execve(cmd[0], cmd, env)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            os.execve(run_cmd[0], run_cmd, env)
         except BaseException as exc:  # noqa: BLE001
             os.write(2, f"coursekit sandbox: exec failed: {exc}\n".encode())
             os._exit(127)
 
     state = {"reason": None}
 
-    def on_alarm(signum, frame):
-        state["reason"] = "time-limit"
+    def stop(reason):
+        def handler(signum, frame):
+            state["reason"] = state["reason"] or reason
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return handler
+
+    def forward_interrupt(signum, frame):
         try:
-            os.kill(child, signal.SIGKILL)
+            os.kill(child, signal.SIGINT)
         except ProcessLookupError:
             pass
 
-    def on_term(signum, frame):
-        state["reason"] = state["reason"] or "terminated"
-        try:
-            os.kill(child, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    signal.signal(signal.SIGINT, lambda *_: None)  # the kernel gets SIGINT via its group
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGHUP, on_term)
-    signal.signal(signal.SIGALRM, on_alarm)
+    # jupyter_client interrupts by signalling the launcher (our pid is the kernel's pid
+    # for it); under bwrap --new-session the kernel is not in our process group
+    signal.signal(signal.SIGINT, forward_interrupt if not full else lambda *_: None)
+    signal.signal(signal.SIGTERM, stop("terminated"))
+    signal.signal(signal.SIGHUP, stop("terminated"))
+    signal.signal(signal.SIGALRM, stop("time-limit"))
     if args.time_limit:
         signal.alarm(int(args.time_limit))
     while True:
@@ -442,6 +491,10 @@ def launch(args) -> int:
             continue
     signal.alarm(0)
     code = os.waitstatus_to_exitcode(status)
+    cgroup_remove(groups)
+    for folder in (scratch, args.ipc_dir):
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
     report = {"reason": state["reason"], "exit_code": code,
               "seconds": round(time.monotonic() - start, 3),
               "time_limit": args.time_limit, "memory_limit": args.memory_limit}
@@ -461,7 +514,7 @@ def main(argv=None) -> int:
                                      description="Run a Jupyter kernel as untrusted code.")
     parser.add_argument("--workdir")
     parser.add_argument("--course-root", required=True)
-    parser.add_argument("--hide", action="append", default=[])
+    parser.add_argument("--ipc-dir", help="private directory of the kernel's IPC sockets")
     parser.add_argument("--status-file")
     parser.add_argument("--debug", action="store_true",
                         help="keep the kernel's stdout/stderr (for diagnosing the sandbox)")

@@ -141,6 +141,12 @@ class TrustedTemplate(NbGraderPreprocessor):
                             f"{nbg['notebook']}.ipynb")
 
     def preprocess(self, nb, resources):
+        from .precheck import intake_problem
+
+        folder = resources.get("metadata", {}).get("path")
+        problem = intake_problem(folder) if folder else "no submission folder"
+        if problem:  # before any kernel runs: the submission is failed alone
+            raise TemplateError(f"submission rejected at intake: {problem}")
         if not self.course_root:
             raise TemplateError("TrustedTemplate.course_root is not set in nbgrader_config.py")
         try:
