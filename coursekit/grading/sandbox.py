@@ -110,7 +110,7 @@ def cgroup_join(groups: dict, pid: int) -> None:
 
 def cgroup_remove(groups: dict) -> None:
     """Kill every process left in the groups and remove them."""
-    for _ in range(50):
+    for attempt in range(200):
         alive = set()
         for d in groups.values():
             try:
@@ -125,7 +125,7 @@ def cgroup_remove(groups: dict) -> None:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        time.sleep(0.02)
+        time.sleep(0.002 if attempt < 20 else 0.02)
     for d in groups.values():
         try:
             d.rmdir()
@@ -296,6 +296,27 @@ def copy_submission(workdir: str, dest: Path, max_bytes: int, max_files: int) ->
     return skipped
 
 
+def matplotlib_cache() -> list:
+    """Files of a matplotlib font cache built once per environment (by root, under a lock),
+    copied into every sandbox's private home: without it each kernel rebuilds the font list
+    on its first plot. Empty when matplotlib is missing or the cache cannot be built."""
+    import fcntl
+    import subprocess
+
+    folder = Path(sys.prefix) / "share" / "coursekit" / "matplotlib-cache"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder.parent / "matplotlib-cache.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not list(folder.glob("fontlist-*.json")):
+                subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"],
+                               env={**ENV_KEEP, "MPLCONFIGDIR": str(folder)},
+                               capture_output=True, timeout=120)
+        return sorted(str(p) for p in folder.glob("fontlist-*.json"))
+    except (OSError, subprocess.SubprocessError):
+        return []
+
+
 def _bind_args(paths) -> list:
     args = []
     for top in ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin"):
@@ -312,7 +333,7 @@ def _bind_args(paths) -> list:
 
 
 def bwrap_command(kernel_cmd, *, workdir_inside: str, copy_dir: Path, ipc_dir: str | None,
-                  connection: str | None, paths, tmp_size: int) -> list:
+                  connection: str | None, paths, tmp_size: int, home_files=()) -> list:
     """The bubblewrap command line that runs ``kernel_cmd`` (see the module docstring)."""
     cmd = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-user",
            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--unshare-pid",
@@ -322,7 +343,10 @@ def bwrap_command(kernel_cmd, *, workdir_inside: str, copy_dir: Path, ipc_dir: s
         cmd += ["--setenv", key, value]
     cmd += _bind_args(paths)
     cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_size), "--tmpfs", "/tmp",
-            "--dir", "/tmp/home", "--bind", str(copy_dir), workdir_inside]
+            "--dir", "/tmp/home", "--dir", ENV_KEEP["MPLCONFIGDIR"],
+            "--bind", str(copy_dir), workdir_inside]
+    for fd, name in home_files:  # copied into the private home (bwrap --file)
+        cmd += ["--file", str(fd), f"{ENV_KEEP['MPLCONFIGDIR']}/{name}"]
     if ipc_dir:
         cmd += ["--bind", ipc_dir, ipc_dir]
     if connection:
@@ -412,9 +436,14 @@ def launch(args) -> int:
                                    else cmd[conn_index].split("=", 1)[0] + "="
                                    + CONNECTION_INSIDE)
             paths = _needed_paths(cmd, os.path.realpath(args.course_root))
+            home_files = []
+            for cache in matplotlib_cache():
+                fd = os.open(cache, os.O_RDONLY)
+                os.set_inheritable(fd, True)
+                home_files.append((fd, os.path.basename(cache)))
             run_cmd = bwrap_command(cmd, workdir_inside=workdir, copy_dir=copy_dir,
                                     ipc_dir=args.ipc_dir, connection=connection, paths=paths,
-                                    tmp_size=args.tmp_size)
+                                    tmp_size=args.tmp_size, home_files=home_files)
             groups = cgroup_create(f"{CGROUP_PREFIX}{os.getpid()}", args.nproc_limit)
         except OSError as exc:
             print(f"coursekit sandbox: cannot isolate the kernel ({exc}); refusing to run it. "
