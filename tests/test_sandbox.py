@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -176,3 +177,23 @@ def test_kernel_dies_with_its_launcher(tmp_path, workdir):
     while alive() and time.time() < deadline:
         time.sleep(0.1)
     assert alive() == []
+
+
+def test_paths_under_tmp_stay_visible_inside(tmp_path):
+    """A venv or course checked out under /tmp (as CI may do) is bound after the private
+    /tmp is mounted, so it is not hidden by it."""
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="ck-visible-", dir="/tmp"))
+    (shared / "lib.txt").write_text("visible")
+    work = tmp_path / "copy"
+    work.mkdir()
+    cmd = sandbox.bwrap_command(["/bin/cat", str(shared / "lib.txt")],
+                                workdir_inside=str(tmp_path / "w"), copy_dir=work,
+                                ipc_dir=None, connection=None, paths=[str(shared)],
+                                tmp_size=2**20)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    import shutil
+
+    shutil.rmtree(shared)
+    assert out.stdout == "visible", out.stderr

@@ -341,9 +341,10 @@ def bwrap_command(kernel_cmd, *, workdir_inside: str, copy_dir: Path, ipc_dir: s
            "--hostname", "sandbox", "--clearenv"]
     for key, value in ENV_KEEP.items():
         cmd += ["--setenv", key, value]
+    # the private /tmp first: binds below it (a venv or course under /tmp) must stay visible
+    cmd += ["--size", str(tmp_size), "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
     cmd += _bind_args(paths)
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_size), "--tmpfs", "/tmp",
-            "--dir", "/tmp/home", "--dir", ENV_KEEP["MPLCONFIGDIR"],
+    cmd += ["--dir", "/tmp/home", "--dir", ENV_KEEP["MPLCONFIGDIR"],
             "--bind", str(copy_dir), workdir_inside]
     for fd, name in home_files:  # copied into the private home (bwrap --file)
         cmd += ["--file", str(fd), f"{ENV_KEEP['MPLCONFIGDIR']}/{name}"]
