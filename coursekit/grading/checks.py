@@ -51,7 +51,7 @@ def _describe(value) -> str:
             and getattr(value, "ndim", 1) == 0:
         text = repr(value.item() if hasattr(value, "item") else value)
     elif t is float:
-        text = f"{value:,.6g}" if abs(value) >= 1e4 else repr(value)
+        text = _fmt_number(value)
     elif t in (list, tuple, dict) or t.__name__ == "ndarray":
         text = repr(value.tolist() if hasattr(value, "tolist") else value)
     else:

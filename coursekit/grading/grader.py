@@ -243,19 +243,20 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
     skipped = len(subs) - len(todo) - len(rejected)
     pipeline.register_assignments(root, {aid for _, aid, _ in todo})
     _ensure_students(root, {s for s, _, _ in todo})
-    from .sandbox import capabilities, describe
+    from .sandbox import capabilities, describe, remove_stale
 
     caps = capabilities()
     out(describe(caps))
     out(f"[grade] {len(todo)} to grade with {workers} worker(s); {skipped} already graded "
         f"(journal {STATE_FILE}); {len(rejected)} rejected at pre-check")
-    asked = {f"{s}/{a}" for s, a in subs}
+
+    def asked_entries():  # the journal entries of the submissions this run was asked about
+        return {(s, a): state[f"{s}/{a}"] for s, a in subs if f"{s}/{a}" in state}
+
     if not todo:
-        return {tuple(k.split("/", 1)): v for k, v in state.items() if k in asked}
+        return asked_entries()
     log_dir = root / LOG_DIR
     log_dir.mkdir(parents=True, exist_ok=True)
-    from .sandbox import remove_stale
-
     remove_stale()
     status_dir = Path(tempfile.mkdtemp(prefix=f"coursekit-status-{os.getpid()}-"))
     cell_timeout = int(os.environ.get("COURSEKIT_CELL_TIMEOUT", "60"))
@@ -317,4 +318,4 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
     finally:
         pool.join()
         shutil.rmtree(status_dir, ignore_errors=True)
-    return {(s, a): state[f"{s}/{a}"] for s, a in subs if f"{s}/{a}" in state}
+    return asked_entries()

@@ -35,15 +35,15 @@ def limit_outputs(nb, per_output: int, total: int) -> int:
         kept = []
         for output in cell.get("outputs", []):
             size = output_size(output)
-            if size > per_output:
-                output = notice(f"output of {size:,} bytes removed by the grader (limit "
-                                f"{per_output:,} bytes per output)")
+            if size > per_output or used + size > total:
+                output = notice(
+                    f"output of {size:,} bytes removed by the grader (limit {per_output:,} "
+                    "bytes per output)" if size > per_output else
+                    f"output removed by the grader: the notebook's outputs passed {total:,} "
+                    "bytes")
+                size = output_size(output)
                 replaced += 1
-            elif used + size > total:
-                output = notice(f"output removed by the grader: the notebook's outputs "
-                                f"passed {total:,} bytes")
-                replaced += 1
-            used += output_size(output)
+            used += size
             kept.append(output)
         cell.outputs = kept
     return replaced

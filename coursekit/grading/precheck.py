@@ -108,7 +108,7 @@ def intake_problem(folder, max_files: int = MAX_FILES,
     return ""
 
 
-def _nbgrader_meta(cell):
+def nbgrader_meta(cell):
     """A cell's nbgrader metadata: a dict with a string grade_id, None when absent, or the
     string ``"malformed"`` when its types are wrong."""
     if not isinstance(cell, dict):
@@ -179,7 +179,7 @@ def check_folder(folder: Path, assignment: str, release_nb: Path | None,
         return found
     graded, malformed = {}, 0
     for cell in nb["cells"]:
-        meta = _nbgrader_meta(cell)
+        meta = nbgrader_meta(cell)
         if meta == "malformed":
             malformed += 1
         elif meta is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .cases import python_source
 
@@ -77,15 +78,25 @@ def _top_level_names(tree) -> set:
     return names
 
 
+@lru_cache(maxsize=1024)
+def _parse(text: str):
+    """A cell's syntax tree (IPython syntax translated), or None if it does not parse.
+    Cached: one submission's cells are read once per test cell; trees are never mutated."""
+    try:
+        return ast.parse(python_source(text))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+@lru_cache(maxsize=1024)
 def _names(text: str) -> tuple:
     """(names a cell binds at module level, names it loads); empty if it does not parse."""
-    try:
-        tree = ast.parse(python_source(text))
-    except (SyntaxError, ValueError, RecursionError):
-        return set(), set()
+    tree = _parse(text)
+    if tree is None:
+        return frozenset(), frozenset()
     loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
              and isinstance(n.ctx, ast.Load)}
-    return _top_level_names(tree), loads
+    return frozenset(_top_level_names(tree)), frozenset(loads)
 
 
 def reach(item_cells, other_cells) -> list:
@@ -111,12 +122,8 @@ def reach(item_cells, other_cells) -> list:
 def analyze(sources, forbidden_names) -> Findings:
     """Findings for the student's code ``sources`` (cell texts) against the bare names of
     forbidden reference functions (``{"zero_bytes_per_gpu", ...}``)."""
-    trees = []
-    for text in sources:
-        try:
-            trees.append(ast.parse(python_source(text)))
-        except (SyntaxError, ValueError, RecursionError):
-            continue  # code that does not parse does not run either
+    # code that does not parse does not run either
+    trees = [t for t in map(_parse, sources) if t is not None]
     defined = set().union(*(_defined_names(t) for t in trees)) if trees else set()
     refs, dynamic = set(), []
     for tree in trees:

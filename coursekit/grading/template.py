@@ -23,6 +23,8 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer, Unicode
 
+from .precheck import intake_problem, nbgrader_meta
+
 MAX_CELL_CHARS = 200_000
 
 
@@ -39,15 +41,14 @@ def _text(value) -> str | None:
     return None
 
 
-def _meta(cell) -> dict:
-    meta = cell.get("metadata") if isinstance(cell, dict) else None
+def _nbg(cell) -> dict:
+    """A cell's nbgrader metadata, or {} when absent or malformed (precheck.nbgrader_meta)."""
+    meta = nbgrader_meta(cell)
     return meta if isinstance(meta, dict) else {}
 
 
 def _grade_id(cell):
-    nbg = _meta(cell).get("nbgrader")
-    gid = nbg.get("grade_id") if isinstance(nbg, dict) else None
-    return gid if isinstance(gid, str) else None
+    return _nbg(cell).get("grade_id")
 
 
 def _clean(nb):
@@ -57,16 +58,14 @@ def _clean(nb):
 
 def stub_sources(release_nb) -> dict:
     """grade_id -> source of each answer cell in the release notebook (the stubs)."""
-    return {_grade_id(c): c.source for c in release_nb.cells
-            if _meta(c).get("nbgrader", {}).get("solution") and _grade_id(c)}
+    return {_grade_id(c): c.source for c in release_nb.cells if _nbg(c).get("solution")}
 
 
 def merge(template_nb, stubs: dict, submission, max_cell_chars=MAX_CELL_CHARS):
     """The notebook to execute: ``template_nb`` with the submission's answer text and
     added cells (see the module docstring). Returns ``(notebook, summary)``."""
     nb = _clean(template_nb)
-    answer_ids = {_grade_id(c) for c in nb.cells
-                  if _meta(c).get("nbgrader", {}).get("solution") and _grade_id(c)}
+    answer_ids = {_grade_id(c) for c in nb.cells if _nbg(c).get("solution")}
     template_ids = {c.get("id") for c in nb.cells} | {_grade_id(c) for c in nb.cells}
     template_ids.discard(None)
 
@@ -141,8 +140,6 @@ class TrustedTemplate(NbGraderPreprocessor):
                             f"{nbg['notebook']}.ipynb")
 
     def preprocess(self, nb, resources):
-        from .precheck import intake_problem
-
         folder = resources.get("metadata", {}).get("path")
         problem = intake_problem(folder) if folder else "no submission folder"
         if problem:  # before any kernel runs: the submission is failed alone

@@ -247,7 +247,10 @@ def grade_notebook(nb, key: dict) -> dict:
     """Judge every test cell of an executed template notebook (in place: the test cells'
     outputs become the summaries). Returns ``{grade_id: {"score", "points", "verdicts",
     "dynamic"}}``."""
-    records = records_by_cell(nb)
+    records = records_by_cell(nb)  # read, then removed from every cell's outputs
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.get("outputs"):
+            cell.outputs = [o for o in cell.outputs if RECORD_MIME not in o.get("data", {})]
     delegated, dynamic = delegation(nb, key)
     results = {}
     for cell in nb.cells:
@@ -259,16 +262,12 @@ def grade_notebook(nb, key: dict) -> dict:
         score = cell_score(spec, verdicts)
         results[gid] = {"score": score, "points": spec["points"],
                         "verdicts": [v.as_dict() for v in verdicts], "dynamic": dynamic}
-        kept = [o for o in cell.get("outputs", []) if RECORD_MIME not in o.get("data", {})]
-        cell.outputs = kept + [nbformat.v4.new_output(
-            "stream", name="stdout", text=summary_text(verdicts, score, spec["points"]) + "\n")]
+        cell.outputs.append(nbformat.v4.new_output(
+            "stream", name="stdout", text=summary_text(verdicts, score, spec["points"]) + "\n"))
     missing = set(key) - set(results)
     if missing:
         raise RuntimeError(f"test cells {sorted(missing)} of the key are not in the "
                            "notebook: source/ is stale, run `make build`")
-    for cell in nb.cells:  # records emitted outside test cells are removed too
-        if cell.cell_type == "code" and cell.get("outputs"):
-            cell.outputs = [o for o in cell.outputs if RECORD_MIME not in o.get("data", {})]
     return results
 
 
