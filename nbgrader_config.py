@@ -37,6 +37,7 @@ c.Execute.startup_timeout = 120
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties, CheckCellMetadata, ClearOutput, Execute, IgnorePattern, LimitOutput)
 
+from coursekit.grading.inert import InertNotebook  # noqa: E402
 from coursekit.grading.outputs import LimitAllOutputs  # noqa: E402
 from coursekit.grading.template import TrustedTemplate  # noqa: E402
 from coursekit.grading.verdicts import SaveVerdicts  # noqa: E402
@@ -45,9 +46,22 @@ from coursekit.grading.verdicts import SaveVerdicts  # noqa: E402
 # execute_result, error), enforced by the grader before the graded notebook is written.
 c.Autograde.sanitize_preprocessors = [ClearOutput, TrustedTemplate, CheckCellMetadata]
 c.Autograde.autograde_preprocessors = [Execute, IgnorePattern, LimitOutput, SaveVerdicts,
-                                       LimitAllOutputs, AssignLatePenalties, CheckCellMetadata]
+                                       InertNotebook, LimitAllOutputs, AssignLatePenalties,
+                                       CheckCellMetadata]
 c.TrustedTemplate.course_root = COURSE_ROOT
 c.SaveVerdicts.course_root = COURSE_ROOT
+
+# Inert student content (coursekit/grading/inert.py). InertNotebook, above, leaves in the
+# autograded notebook only plain text, PNG/JPEG and sanitized HTML from the student's
+# kernel. Every HTML view of a notebook (formgrader's submission page, feedback) runs it
+# again, drops scripts and widget views, and renders markdown and HTML through the nh3
+# sanitizer, because formgrader's template calls `markdown2html` unsanitized. The feedback
+# page also carries a Content-Security-Policy; formgrader's pages get theirs as an HTTP
+# header from the coursekit.grading.webguard server extension.
+c.HTMLExporter.sanitize_html = True
+c.HTMLExporter.preprocessors = ["coursekit.grading.inert.InertNotebook"]
+c.HTMLExporter.filters = {"markdown2html": "coursekit.grading.inert.markdown2html",
+                          "clean_html": "coursekit.grading.inert.clean_html"}
 
 # Feedback: hidden-test code and tracebacks are removed; pass/fail, points and the
 # error's one-line message stay. Set COURSEKIT_SHOW_HIDDEN_TESTS=1 after the deadline
@@ -56,6 +70,7 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "coursekit.grading.feedback.StripHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "coursekit.grading.inert.FeedbackCSP",
 ]
 c.StripHiddenTests.show_hidden_tests = os.environ.get("COURSEKIT_SHOW_HIDDEN_TESTS") == "1"
 # Or reveal them automatically in feedback generated after a date (UTC unless given):

@@ -73,12 +73,22 @@ def release_ids(release_nb: Path) -> dict:
     return out
 
 
+# A student id is a folder name that formgrader and the reports print: letters, digits and
+# ._@+- only (an id like `<img src=x onerror=…>` would be markup in the instructor's page).
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
+
+
 def intake_problem(folder, max_files: int = MAX_FILES,
                    max_bytes: int = MAX_FOLDER_BYTES) -> str:
-    """Why a submission folder must not be copied or graded, or ``""``. Every entry is
-    checked with lstat, nothing is opened: only regular files and plain folders are
-    accepted (no symlinks, devices, FIFOs or sockets), with limits on count, size, depth."""
+    """Why a submission folder must not be copied or graded, or ``""``. The student id (the
+    parent folder's name) must match :data:`STUDENT_ID`. Every entry is checked with lstat,
+    nothing is opened: only regular files and plain folders are accepted (no symlinks,
+    devices, FIFOs or sockets), with limits on count, size, depth."""
     folder = Path(folder)
+    student = folder.parent.name
+    if not STUDENT_ID.fullmatch(student):
+        return (f"student id {student[:40]!r} is not allowed: use letters, digits and "
+                "._@+- only (at most 100 characters)")
     try:
         if not os.path.isdir(folder) or os.path.islink(folder):
             return "the submission is not a plain folder"
