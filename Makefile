@@ -10,7 +10,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export MPLBACKEND := Agg
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: demo test build verify-build install wheel clean sysdeps
+.PHONY: demo test build verify-build install wheel clean sysdeps student-bundle student-lab \
+	formgrader
 
 # The grading sandbox runs every kernel under bubblewrap. As root (CI, a grading server)
 # it is installed when missing; elsewhere the grader says what it cannot enforce.
@@ -25,11 +26,15 @@ sysdeps:
 	  fi; \
 	fi
 
-$(STAMP): pyproject.toml
+# jupyter-config/: every Jupyter server of the course's environment loads
+# coursekit.grading.webguard (formgrader under a Content-Security-Policy).
+$(STAMP): pyproject.toml jupyter-config/jupyter_server_config.d/coursekit.json
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[course]"
+	install -D -m 644 jupyter-config/jupyter_server_config.d/coursekit.json \
+	  $(VENV)/etc/jupyter/jupyter_server_config.d/coursekit.json
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -52,5 +57,20 @@ verify-build: $(STAMP)
 wheel: $(STAMP)
 	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
 
+# The student side (DESIGN.md §7): release notebooks and a JupyterLab without instructor
+# tools, in dist/student/ (a student's work there is never overwritten).
+student-bundle: $(STAMP)
+	$(BIN)/python -m coursekit.grading student-bundle dist/student
+
+student-lab: student-bundle
+	$(BIN)/python -m coursekit.grading student-lab dist/student
+
+# The instructor's JupyterLab with formgrader, on 127.0.0.1 with a token, from the course
+# root (nbgrader_config.py renders every submission inert; coursekit.grading.webguard adds
+# formgrader's Content-Security-Policy).
+formgrader: $(STAMP)
+	$(BIN)/jupyter lab --no-browser --ServerApp.ip=127.0.0.1 \
+	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) --ServerApp.root_dir=$(CURDIR)
+
 clean:
-	rm -rf autograded submitted feedback reports gradebook.db .grading-state.json
+	rm -rf autograded submitted feedback reports gradebook.db .grading-state.json test-artifacts
