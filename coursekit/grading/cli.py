@@ -3,7 +3,8 @@
 Commands: ``build`` (notebooks -> source -> release -> samples, leak check),
 ``verify-build`` (committed files equal a fresh build), ``collect`` (copy the sample
 class into submitted/), ``check`` (pre-check submissions), ``grade`` (parallel,
-sandboxed, resumable), ``feedback``, ``report`` and ``demo`` (all of it).
+sandboxed, resumable), ``feedback``, ``report``, ``demo`` (all of it), and the student
+side: ``student-bundle`` and ``student-lab``.
 """
 
 from __future__ import annotations
@@ -124,6 +125,29 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_student_bundle(args) -> int:
+    """``student-bundle DEST``: release notebooks and a student JupyterLab configuration."""
+    from . import student
+
+    dest = student.bundle(_root(args), Path(args.dest))
+    print(f"[student-bundle] {dest}: release notebooks and a JupyterLab without instructor "
+          f"tools (see {dest / 'README.md'})")
+    return 0
+
+
+def cmd_student_lab(args) -> int:
+    """``student-lab DEST``: JupyterLab on the student workspace (127.0.0.1, a token)."""
+    import os
+
+    from . import student
+
+    dest = Path(args.dest)
+    if not (dest / student.CONFIG_DIR).is_dir():
+        raise ValueError(f"dest={dest}: not a student workspace (run `make student-bundle`)")
+    cmd = student.lab_command(dest, port=args.port)
+    os.execve(cmd[0], cmd, student.lab_env(dest))
+
+
 def main(argv=None) -> int:
     """Parse the command line and run one command; 2 on a user error."""
     parser = argparse.ArgumentParser(prog="python -m coursekit.grading",
@@ -163,6 +187,14 @@ def main(argv=None) -> int:
     p = sub.add_parser("demo", help="build, collect samples, grade, feedback, report")
     p.add_argument("--no-execute", action="store_true")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("student-bundle", help="student workspace: release notebooks and a "
+                       "JupyterLab without instructor tools")
+    p.add_argument("dest", help="folder to write (e.g. dist/student)")
+    p.set_defaults(func=cmd_student_bundle)
+    p = sub.add_parser("student-lab", help="JupyterLab on a student workspace")
+    p.add_argument("dest")
+    p.add_argument("--port", type=int, default=8888)
+    p.set_defaults(func=cmd_student_lab)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
