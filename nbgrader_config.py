@@ -45,8 +45,9 @@ from coursekit.grading.verdicts import SaveVerdicts  # noqa: E402
 # LimitAllOutputs: an output budget on every output type (stream, display_data,
 # execute_result, error), enforced by the grader before the graded notebook is written.
 c.Autograde.sanitize_preprocessors = [ClearOutput, TrustedTemplate, CheckCellMetadata]
+# InertNotebook after the budget: the sanitizer never reads more than the budget allows.
 c.Autograde.autograde_preprocessors = [Execute, IgnorePattern, LimitOutput, SaveVerdicts,
-                                       InertNotebook, LimitAllOutputs, AssignLatePenalties,
+                                       LimitAllOutputs, InertNotebook, AssignLatePenalties,
                                        CheckCellMetadata]
 c.TrustedTemplate.course_root = COURSE_ROOT
 c.SaveVerdicts.course_root = COURSE_ROOT
