@@ -376,6 +376,21 @@ CODE_CELLS = f"""() => {{ {_PANEL}
     c => ({{count: c.model.executionCount, outputs: c.model.outputs.toJSON()}})); }}"""
 
 
+def test_formgrader_first_open_on_a_new_course(tmp_path):
+    """No gradebook yet and a PATH without the venv: nbgrader runs `alembic` from PATH to
+    create the gradebook, which answered HTTP 500 (and "Loading..." forever) before the
+    webguard extension put the server's bin/ on PATH. No browser is needed for this one."""
+    root = copy_course(tmp_path / "course")
+    server = Jupyter([f"--ServerApp.root_dir={root}"], cwd=root, env=_clean_env(),
+                     log=tmp_path / "server.log", app="server")
+    try:
+        status, _, body = server.get("/formgrader/api/assignments")
+        assert status == 200 and json.loads(body), body[:300]
+        assert (root / "gradebook.db").exists()
+    finally:
+        server.stop()
+
+
 def _solution(aid: str, grade_id: str) -> str:
     nb = json.loads((ROOT / "source" / aid / f"{aid}.ipynb").read_text())
     for cell in nb["cells"]:
