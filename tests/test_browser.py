@@ -231,8 +231,18 @@ def graded(tmp_path_factory, canary, browser):
 @pytest.fixture(scope="module")
 def instructor(graded, tmp_path_factory):
     """JupyterLab as the instructor runs it: from the course root, PATH without the venv."""
-    server = Jupyter([f"--ServerApp.root_dir={graded}"], cwd=graded, env=_clean_env(),
-                     log=tmp_path_factory.mktemp("logs") / "instructor.log")
+    logs = tmp_path_factory.mktemp("logs")
+    # JupyterLab renders only the cells in view unless told otherwise: every cell is
+    # rendered here, so the check below sees every output of the hostile notebook.
+    settings = logs / "lab-settings"
+    for name, value in (("notebook-extension/tracker", {"windowingMode": "none"}),
+                        ("apputils-extension/notification", {"fetchNews": "false"})):
+        path = settings / "@jupyterlab" / f"{name}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
+    server = Jupyter([f"--ServerApp.root_dir={graded}",
+                      f"--LabApp.user_settings_dir={settings}"], cwd=graded, env=_clean_env(),
+                     log=logs / "instructor.log")
     yield server
     server.stop()
 
@@ -306,8 +316,13 @@ def test_hostile_submission_is_inert_for_the_instructor(browser, graded, instruc
 
         # The autograded notebook opened in the instructor's JupyterLab.
         page.goto(f"{instructor.url}/lab/tree/autograded/{payloads.STUDENT}/{AID}/{AID}.ipynb")
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-        page.wait_for_timeout(1000)
+        n_cells = len(json.loads((graded / "autograded" / payloads.STUDENT / AID /
+                                  f"{AID}.ipynb").read_text())["cells"])
+        page.wait_for_function(f"() => document.querySelectorAll('.jp-Notebook .jp-Cell')"
+                               f".length >= {n_cells}", timeout=60_000)
+        hostile = page.locator(".jp-CodeCell", has_text="PWNED-stdout").first
+        hostile.locator(".jp-OutputArea-output").first.wait_for(timeout=30_000)
+        hostile.scroll_into_view_if_needed()
         shots(page, "jupyterlab-autograded")
         _assert_inert(page, canary, requests, "autograded notebook in JupyterLab",
                       ".jp-Notebook .jp-OutputArea-output, .jp-Notebook .jp-RenderedMarkdown")
