@@ -32,11 +32,7 @@
 
 # %% [setup]
 # Setup: imports. In Colab this installs coursekit first if it is missing (no restart needed).
-try:
-    import coursekit
-except ImportError:  # Colab: the course's student wheel (never the course repo: it has solutions)
-    %pip install -q "{{COURSEKIT_INSTALL}}"
-    import coursekit
+{{COURSEKIT_SETUP}}
 import math
 import numpy as np
 import matplotlib.pyplot as plt

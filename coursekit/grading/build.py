@@ -77,24 +77,69 @@ def run_nbgrader(root: Path, *args, env=None, check=True) -> subprocess.Complete
     return proc
 
 
-def colab_install_spec(root: Path) -> str:
-    """``[tool.coursekit] colab-install`` from pyproject.toml: what the setup cell installs."""
+def course_settings(root: Path) -> dict:
+    """``[tool.coursekit]`` of pyproject.toml, with the package version."""
     import tomllib
 
     pyproject = root / "pyproject.toml"
     if not pyproject.exists():
         raise FileNotFoundError(f"{pyproject} is missing")
-    spec = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get(
-        "coursekit", {}).get("colab-install")
-    if not spec or '"' in spec:
-        raise ValueError("pyproject.toml needs [tool.coursekit] colab-install = '<wheel URL>'")
-    return spec
+    data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    settings = dict(data.get("tool", {}).get("coursekit", {}))
+    settings["version"] = data["project"]["version"]
+    return settings
+
+
+def course_url(root: Path) -> str:
+    """``[tool.coursekit] course-url``: where ``dist/student/`` is published, ending in
+    ``/`` (empty until the instructor sets it)."""
+    url = str(course_settings(root).get("course-url", ""))
+    if url and (not url.startswith(("https://", "http://")) or not url.endswith("/")
+                or any(c in url for c in "\"'\\ \n")):
+        raise ValueError(f"[tool.coursekit] course-url={url!r}: use an http(s) URL ending "
+                         "in '/' (or leave it empty)")
+    return url
+
+
+def wheel_name(root: Path) -> str:
+    """The student wheel's file name (``make wheel`` / ``make student-bundle``)."""
+    return f"coursekit-{course_settings(root)['version']}-py3-none-any.whl"
+
+
+SETUP_BLOCK = """try:
+    import coursekit
+except ImportError:  # Colab: install the course library from the course site, in this kernel
+    import subprocess, sys
+    COURSE_URL = "{url}"  # set by your instructor
+    _pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
+                           "--disable-pip-version-check", COURSE_URL + "{wheel}"],
+                          capture_output=True, text=True) if COURSE_URL else None
+    if _pip is None or _pip.returncode != 0:
+        class CourseSetupError(Exception):
+            def _render_traceback_(self):  # one clear paragraph, no traceback
+                return [str(self)]
+        raise CourseSetupError(
+            "The course library (coursekit) is not installed here, and "
+            + ("your instructor has not published it yet (COURSE_URL is empty)."
+               if _pip is None else f"installing it from {{COURSE_URL}}{wheel} failed: "
+               + (_pip.stderr.strip().splitlines() or ["no message"])[-1])
+            + " Ask your instructor for the course link, or open this notebook in the "
+            "course's JupyterLab. Do not `pip install coursekit`: that name on PyPI is an "
+            "unrelated project.")
+    import coursekit"""
+
+
+def setup_block(root: Path, url: str | None = None) -> str:
+    """The setup cell's install block: ``import coursekit``, or install the student wheel
+    from ``course-url`` quietly in the same kernel (no restart), or one clear paragraph."""
+    return SETUP_BLOCK.format(url=course_url(root) if url is None else url,
+                              wheel=wheel_name(root))
 
 
 def source_notebook(root: Path, aid: str) -> nbformat.NotebookNode:
     """The source notebook built from notebooks/<aid>.py, without outputs."""
     text = authoring.read_py(root / "notebooks" / f"{aid}.py")
-    text = text.replace("{{COURSEKIT_INSTALL}}", colab_install_spec(root))
+    text = text.replace("{{COURSEKIT_SETUP}}", setup_block(root))
     return authoring.py_to_notebook(text, aid)
 
 

@@ -1,8 +1,10 @@
-"""The student's side: a workspace of release notebooks and a JupyterLab without instructor
-tools (DESIGN.md §7, first part; issue #13).
+"""The student's side (DESIGN.md §7): the bundle the instructor publishes, and a JupyterLab
+without instructor tools.
 
-``bundle(root, dest)`` writes ``dest/``: every ``release/<assignment>/`` folder and a
-``jupyter/`` configuration directory. A JupyterLab started with :func:`lab_command` (what
+``bundle(root, dest)`` writes ``dest/`` (``make student-bundle``: ``dist/student/``): every
+``release/<assignment>/`` folder, the student wheel, a student ``README.md``, an
+``index.html`` listing the notebooks (with "Open in Colab" links when
+``[tool.coursekit] colab-github`` is set), and a ``jupyter/`` configuration directory. A JupyterLab started with :func:`lab_command` (what
 ``make student-lab`` runs) roots its file browser at ``dest/``, binds 127.0.0.1 with a token,
 and has none of nbgrader's instructor tools: the formgrader, create-assignment,
 assignment-list, course-list and validate server extensions are off (so no request can
@@ -12,11 +14,15 @@ Formgrader or Create Assignment menu). ``dest/`` holds no ``nbgrader_config.py``
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
+
+from . import build as buildmod
 
 NBGRADER_SERVER_EXTENSIONS = (
     "nbgrader.server_extensions.formgrader",
@@ -29,15 +35,29 @@ NBGRADER_LAB_EXTENSION = "@jupyter/nbgrader"
 # jupyterlab.github.io when accepted.
 ANNOUNCEMENTS = "@jupyterlab/apputils-extension:announcements"
 CONFIG_DIR = "jupyter"
-README = """# Your course workspace
+README = """# {course}: your notebooks
 
-Each folder is one assignment. Open its notebook in JupyterLab, work top to bottom, and
-run each visible test right below the function you write. Hidden tests run only when your
-instructor grades; your notebook is yours, nothing here can regenerate or delete it.
+Each folder is one assignment. Work top to bottom; every graded function has a visible
+test right below it. Hidden tests run only when your instructor grades.
 
-Start JupyterLab here with `make student-lab` from the course folder, or with
+## In JupyterLab, on your own machine
 
-    JUPYTER_CONFIG_DIR={config} jupyter lab --ServerApp.root_dir={dest}
+    python3 -m venv course && . course/bin/activate
+    pip install "{wheel_url}" jupyterlab
+    jupyter lab
+
+Keep your notebooks outside any copy of the instructor's course repository. Nothing in
+this folder can regenerate or delete your work.
+
+## In Colab
+
+Open a notebook from the links in `index.html` (or upload it). Its first cell installs the
+course library from {where} in the same session: no restart.
+
+## Submitting
+
+Save the notebook (in Colab: File > Download > Download .ipynb) and hand in the `.ipynb`
+file where your instructor tells you, without renaming it.
 """
 
 
@@ -50,24 +70,68 @@ def page_config() -> dict:
     return {"disabledExtensions": {NBGRADER_LAB_EXTENSION: True, ANNOUNCEMENTS: True}}
 
 
+def notebooks(dest: Path) -> list:
+    """``<assignment>/<assignment>.ipynb`` paths in the bundle, sorted."""
+    return sorted(p.relative_to(dest).as_posix() for p in Path(dest).glob("*/*.ipynb"))
+
+
+def index_html(names, colab_github: str = "") -> str:
+    """A page listing the notebooks: download links, and Colab links when the notebooks
+    are published in a GitHub repository (``owner/repo/blob/branch``)."""
+    rows = []
+    for name in names:
+        q = html.escape(name, quote=True)
+        colab = (f' &middot; <a href="https://colab.research.google.com/github/'
+                 f'{html.escape(colab_github.strip("/"), quote=True)}/{q}">Open in Colab</a>'
+                 if colab_github else "")
+        rows.append(f'<li><a href="{q}" download>{html.escape(name)}</a>{colab}</li>')
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'\"><title>Course notebooks</title></head><body>"
+            "<h1>Course notebooks</h1><ul>\n" + "\n".join(rows) +
+            "\n</ul><p>See README.md for JupyterLab, Colab and how to submit.</p>"
+            "</body></html>\n")
+
+
+def build_wheel(root: Path, dest: Path) -> Path:
+    """The student wheel (the library only) into ``dest``."""
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                           "--no-build-isolation", "-w", str(dest), str(root)], cwd=dest,
+                          capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"pip wheel failed:\n{proc.stderr[-2000:]}")
+    wheel = Path(dest) / buildmod.wheel_name(root)
+    if not wheel.exists():
+        raise RuntimeError(f"pip wheel did not write {wheel.name}")
+    return wheel
+
+
 def bundle(root: Path, dest: Path) -> Path:
-    """Write the student workspace ``dest`` from ``root/release`` (replacing the notebooks'
-    folders only when ``dest`` is new: a student's work is never overwritten)."""
+    """Write the student bundle ``dest`` from ``root`` (see the module docstring). A
+    notebook already in ``dest`` is never replaced: a student's work is not overwritten."""
     root, dest = Path(root), Path(dest)
     if dest.resolve() == root.resolve():
-        raise ValueError(f"dest={dest}: the student workspace must not be the course root")
+        raise ValueError(f"dest={dest}: the student bundle must not be the course root")
     dest.mkdir(parents=True, exist_ok=True)
     for folder in sorted((root / "release").iterdir()):
         if folder.is_dir() and not (dest / folder.name).exists():
             shutil.copytree(folder, dest / folder.name)
+    build_wheel(root, dest)
+    settings = buildmod.course_settings(root)
+    url = buildmod.course_url(root)
+    wheel = buildmod.wheel_name(root)
+    (dest / "README.md").write_text(README.format(
+        course=settings.get("name", "ML systems: training and serving"),
+        wheel_url=(url + wheel) if url else f"<course link>/{wheel}",
+        where=url or "the course site (your instructor sets its link)"))
+    (dest / "index.html").write_text(index_html(notebooks(dest),
+                                                str(settings.get("colab-github", ""))))
     config = dest / CONFIG_DIR
     (config / "labconfig").mkdir(parents=True, exist_ok=True)
     (config / "jupyter_server_config.json").write_text(
         json.dumps(server_config(), indent=2) + "\n")
     (config / "labconfig" / "page_config.json").write_text(
         json.dumps(page_config(), indent=2) + "\n")
-    (dest / "README.md").write_text(README.format(config=config.resolve(),
-                                                  dest=dest.resolve()))
     return dest
 
 
