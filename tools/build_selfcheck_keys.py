@@ -1063,12 +1063,7 @@ def notebook_py() -> str:
         "# %% [setup]",
         "# Setup: imports. In Colab this installs coursekit first if it is missing "
         "(no restart needed).",
-        "try:",
-        "    import coursekit",
-        "except ImportError:  # Colab: the course's student wheel (never the course repo: "
-        "it has solutions)",
-        '    %pip install -q "{{COURSEKIT_INSTALL}}"',
-        "    import coursekit",
+        "{{COURSEKIT_SETUP}}",
         "import numpy as np",
         "from coursekit.grading import checks as ck",
         "from coursekit.grading import selfcheck as sc",
