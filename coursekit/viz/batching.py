@@ -11,6 +11,7 @@ import numpy as np
 
 from ..serving import batching as bt
 from ..units import MS
+from . import watch
 
 _COLORS = {"static": "C3", "continuous": "C0", "paged": "C2"}
 
@@ -205,7 +206,6 @@ def timeline_explorer(n_requests=40, seed=0, static_fn=None, continuous_fn=None)
             except Exception as exc:  # noqa: BLE001 - an explorer must never break a cell
                 print(f"explorer could not draw: {exc}")
 
-    for control in (policy, batch, rate, kv):
-        control.observe(redraw, names="value")
+    watch((policy, batch, rate, kv), redraw)
     redraw()
     return w.VBox([w.HBox([policy, batch]), w.HBox([rate, kv]), out])

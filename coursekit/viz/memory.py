@@ -10,6 +10,7 @@ from ..hardware import ACCELERATORS
 from ..models import MODELS, get_model
 from ..training import memory as mem
 from ..units import GB
+from . import watch
 
 COMPONENT_COLORS = {"weights": "#4C72B0", "gradients": "#DD8452", "master": "#937860",
                     "optimizer": "#C44E52", "activations": "#55A868"}
@@ -114,8 +115,7 @@ def memory_explorer(student_fn=None):
             verdict = "fits" if total <= cap else "does NOT fit"
             print(f"total {total / GB:,.1f} GB per GPU vs {cap / GB:g} GB: {verdict}")
 
-    for control in (model, recipe, micro, seq, recompute, stage, dp, gpu):
-        control.observe(redraw, names="value")
+    watch((model, recipe, micro, seq, recompute, stage, dp, gpu), redraw)
     redraw()
     return w.VBox([w.HBox([model, recipe, gpu]), w.HBox([micro, seq, recompute]),
                    w.HBox([stage, dp]), out])

@@ -12,6 +12,7 @@ from ..hardware import LINKS, get_link
 from ..parallel.advisor import Job, Plan, evaluate_plan
 from ..parallel.pipeline import bubble_fraction as _bubble_fraction
 from ..units import GB
+from . import watch
 
 __all__ = ["plot_scaling", "plot_pipeline_gantt", "plot_plan_memory", "plot_step_breakdown",
            "parallelism_configurator"]
@@ -199,7 +200,6 @@ def parallelism_configurator(job: Job, *, bubble_fn=None):
             plt.show()
             plt.close(fig)
 
-    for c in (tp, pp, m, zero, rec, link):
-        c.observe(update, names="value")
+    watch((tp, pp, m, zero, rec, link), update)
     update()
     return w.VBox([w.HBox([tp, pp, m]), w.HBox([zero, rec, link]), out])

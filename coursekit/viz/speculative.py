@@ -7,6 +7,7 @@ import numpy as np
 
 from ..serving import speculative as sp
 from ..units import MS
+from . import watch
 
 
 def _safe(fn, fallback):
@@ -176,7 +177,6 @@ def speculative_explorer(speedup_fn=None):
                   f"{f(alpha.value, k.value, c.value):.2f}× ; best k = "
                   f"{sp.optimal_draft_length(alpha.value, c.value, 16)}")
 
-    for control in (alpha, k, c):
-        control.observe(redraw, names="value")
+    watch((alpha, k, c), redraw)
     redraw()
     return w.VBox([w.HBox([alpha, k, c]), out])

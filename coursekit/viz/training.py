@@ -17,6 +17,7 @@ from ..training import flops as F
 from ..training import input_pipeline as P
 from ..training import roofline as R
 from ..units import DAY, DTYPE_BYTES, TFLOP
+from . import watch
 
 STAGE_COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860")
 
@@ -285,8 +286,7 @@ def roofline_explorer(attainable_fn=None):
                   f"{R.bound(op.intensity, a, dtype.value)}, attainable "
                   f"{R.attainable_flops(op.intensity, a, dtype.value) / TFLOP:,.1f} TFLOP/s")
 
-    for c in (acc, dtype, m, k, n):
-        c.observe(redraw, names="value")
+    watch((acc, dtype, m, k, n), redraw)
     redraw()
     return w.VBox([w.HBox([acc, dtype]), w.HBox([m, k, n]), out])
 
@@ -326,7 +326,6 @@ def pipeline_explorer(util_fn=None):
                   f"{P.prefetch_batches(workers.value, prefetch.value)} batches buffered")
             plt.close(fig)
 
-    for c in (workers, prefetch, transform, transfer, compute):
-        c.observe(redraw, names="value")
+    watch((workers, prefetch, transform, transfer, compute), redraw)
     redraw()
     return w.VBox([w.HBox([workers, prefetch]), w.HBox([transform, transfer, compute]), out])
