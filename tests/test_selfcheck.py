@@ -274,3 +274,12 @@ def test_packaged_keys_load_and_are_complete():
     for n, count in expected_counts.items():
         assert len({b for b in base if b.startswith(f"sc{n}_")}) == count, n
 
+
+
+def test_predict_prints_feedback_and_echoes_nothing(capsys):
+    """A prediction cell's last line is `sc.predict(...)`: it prints the feedback and returns
+    None, so the cell shows no `Result(...)` repr (issue #14, noise)."""
+    q = sc.make_question("t_echo", "number", 42.0, prompt="How many?", rel=0.01)
+    assert sc.predict(q, 41.0) is None
+    assert sc.predict(q, None) is None
+    assert capsys.readouterr().out.strip() != ""

@@ -434,18 +434,20 @@ _PREDICTION_GUESSES: dict = {}
 """Distinct guesses per question in this kernel (UI state of :func:`predict` only)."""
 
 
-def predict(question, guess):
+def predict(question, guess) -> None:
     """Display helper for predict-before-run cells: nothing while ``guess`` is None;
     otherwise prints the feedback, counting each *different* guess as one attempt (so
     the explanation appears after a right guess or after enough wrong ones). Returns
-    the :class:`Result`, or None while unanswered."""
+    None, so the cell shows the feedback only, not a ``Result(...)`` repr (use
+    :func:`check` for the :class:`Result`)."""
     if guess is None:
         return None
     q = get_question(question)
     seen = _PREDICTION_GUESSES.setdefault(q.qid, [])
     if guess not in seen:
         seen.append(guess)
-    return show(q, guess, attempt=len(seen))
+    show(q, guess, attempt=len(seen))
+    return None
 
 
 def show_all(answers: dict, *, explain: bool = False) -> list:
