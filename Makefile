@@ -73,4 +73,5 @@ formgrader: $(STAMP)
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) --ServerApp.root_dir=$(CURDIR)
 
 clean:
-	rm -rf autograded submitted feedback reports gradebook.db .grading-state.json test-artifacts
+	rm -rf autograded submitted feedback reports gradebook.db .grading-state.json test-artifacts \
+	  .coursekit-quarantine

@@ -50,6 +50,11 @@ c.Autograde.autograde_preprocessors = [Execute, IgnorePattern, LimitOutput, Save
                                        LimitAllOutputs, InertNotebook, AssignLatePenalties,
                                        CheckCellMetadata]
 c.TrustedTemplate.course_root = COURSE_ROOT
+# Before nbgrader copies a submission's files (it opens what it finds: a FIFO hangs it, a
+# link to /dev/zero fills the disk), symlinks, FIFOs and devices are moved out unopened to
+# .coursekit-quarantine/ and the submission is rejected at intake. The course's `grade`
+# rejects them before nbgrader runs at all.
+c.Autograde.pre_convert_hook = "coursekit.grading.precheck.before_nbgrader_copy"
 c.SaveVerdicts.course_root = COURSE_ROOT
 
 # Inert student content (coursekit/grading/inert.py). InertNotebook, above, leaves in the

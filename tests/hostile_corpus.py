@@ -450,6 +450,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
 
 
 PROBED = ("reads_source", "reads_others", "writes_gradebook", "kernel_view")
-PLAIN_HANGS = ("dev_zero", "fifo_notebook")
-"""Plain nbgrader opens these itself before any course code runs (its own copy of the
-folder): the course's ``grade`` rejects them first; plain nbgrader is not run on them."""
+QUARANTINED = ("symlinked_files", "symlinked_notebook", "dev_zero", "fifo_notebook")
+"""Plain nbgrader would open these in its own copy of the folder (a FIFO hangs it, a link to
+/dev/zero fills the disk): nbgrader_config.py's pre-convert hook moves the special files to
+.coursekit-quarantine/ first, unopened, and the submission is rejected at intake."""

@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import stat
 import re
 import sys
 
@@ -296,3 +297,28 @@ def test_grader_output_budget_covers_every_output_type():
     nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="z" * 900_000)
                            for _ in range(6)]
     assert outputs.limit_outputs(nb, per_output=2**20, total=2 * 2**20) == 4
+
+
+def test_special_files_are_quarantined_unopened_before_nbgrader_copies(tmp_path):
+    """Autograde.pre_convert_hook: plain nbgrader's copy would open a FIFO (hang) or follow
+    a link to /dev/zero (fill the disk); the hook moves them out first, without opening."""
+    folder = tmp_path / "submitted" / "mallory" / "01_x"
+    (folder / "data").mkdir(parents=True)
+    (folder / "01_x.ipynb").write_text("{}")
+    (folder / "data" / "table.csv").write_text("a,b\n")
+    (folder / "zero.bin").symlink_to("/dev/zero")
+    (folder / "data" / "link").symlink_to("/etc/shadow")
+    os.mkfifo(folder / "pipe")
+    precheck.before_nbgrader_copy("01_x", "mallory", [str(folder / "01_x.ipynb")])
+    left = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+    assert left == ["01_x.ipynb", "data", "data/table.csv"]
+    q = tmp_path / precheck.QUARANTINE / "mallory" / "01_x"
+    assert os.path.islink(q / "zero.bin") and os.path.islink(q / "data" / "link")
+    assert stat.S_ISFIFO(os.lstat(q / "pipe").st_mode)
+    assert "zero.bin" in (q / "REASON.txt").read_text()
+    assert "moved unopened" in precheck.intake_problem(folder)
+    clean = tmp_path / "submitted" / "alice" / "01_x"
+    clean.mkdir(parents=True)
+    (clean / "01_x.ipynb").write_text("{}")
+    assert precheck.quarantine_special_files(clean) == []
+    assert precheck.intake_problem(clean) == ""

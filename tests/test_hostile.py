@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from coursekit.grading import build, grader, pipeline
+from coursekit.grading import build, grader, pipeline, precheck
 from coursekit.grading import report as reportmod
 from coursekit.grading.sandbox import CGROUP_PREFIX, capabilities
 
@@ -207,8 +207,8 @@ def test_dynamic_code_is_flagged_for_review(hostile):
 
 
 PLAIN_SKIP = {"ignores_interrupt", "os_exit", "stripped_metadata", "invalid_json",
-              "colab_renamed", "cpu_hog", "deep_json", "dir_notebook",
-              *hostile_corpus.PLAIN_HANGS}  # need the course's pre-check or journal
+              "colab_renamed", "cpu_hog", "deep_json", "dir_notebook"}  # need the
+# course's pre-check or journal
 
 
 def test_plain_nbgrader_autograde_grades_the_corpus_the_same(tmp_path):
@@ -247,6 +247,10 @@ def test_plain_nbgrader_autograde_grades_the_corpus_the_same(tmp_path):
             continue
         if got != score:
             problems.append(f"{student}: expected {score} ({note}), got {got}")
+    for student in hostile_corpus.QUARANTINED:
+        reason = root / precheck.QUARANTINE / student / hostile_corpus.AID / "REASON.txt"
+        if not reason.exists():
+            problems.append(f"{student}: its special files were not quarantined")
     assert not problems, "\n".join(problems) + proc.stderr[-3000:]
 
 

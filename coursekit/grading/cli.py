@@ -108,6 +108,9 @@ def cmd_demo(args) -> int:
         shutil.rmtree(root / folder, ignore_errors=True)
     (root / "gradebook.db").unlink(missing_ok=True)
     (root / ".grading-state.json").unlink(missing_ok=True)
+    from .precheck import QUARANTINE
+
+    shutil.rmtree(root / QUARANTINE, ignore_errors=True)
     pipeline.collect_samples(root)
     print("== 3/5 autograde ==")
     pipeline.grade(root)

@@ -78,6 +78,61 @@ def release_ids(release_nb: Path) -> dict:
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
 
 
+QUARANTINE = ".coursekit-quarantine"
+
+
+def quarantine_dir(folder) -> Path:
+    """``<course root>/.coursekit-quarantine/<student>/<assignment>`` for the submission
+    folder ``<course root>/submitted/<student>/<assignment>``."""
+    folder = Path(folder).absolute()
+    return folder.parents[2] / QUARANTINE / folder.parent.name / folder.name
+
+
+def quarantine_special_files(folder) -> list:
+    """Move out of a submission folder every entry that is not a regular file or a plain
+    folder (symlinks, FIFOs, devices, sockets; the folder itself if it is one), into
+    :func:`quarantine_dir`, without opening or following any of them. Returns the moved
+    paths (relative to the folder). Run before plain nbgrader copies a submission
+    (``Autograde.pre_convert_hook``): its copy opens what it finds, so a FIFO hangs it and a
+    link to ``/dev/zero`` fills the disk. The submission is then rejected at intake."""
+    folder = Path(folder)
+    moved = []
+
+    def move(path: str, rel: str):
+        dest = quarantine_dir(folder) / ("_folder" if rel == "." else rel)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(path, dest)
+        except OSError:  # another filesystem: a link, FIFO or device holds no data
+            os.unlink(path)
+        moved.append(rel)
+
+    if os.path.islink(folder) or (os.path.lexists(folder) and not os.path.isdir(folder)):
+        move(str(folder), ".")
+    else:
+        todo = [str(folder)]
+        while todo:
+            path = todo.pop()
+            for entry in os.scandir(path):
+                mode = entry.stat(follow_symlinks=False).st_mode
+                if stat.S_ISDIR(mode):
+                    todo.append(entry.path)
+                elif not stat.S_ISREG(mode):
+                    move(entry.path, os.path.relpath(entry.path, folder))
+    if moved:
+        (quarantine_dir(folder) / "REASON.txt").write_text(
+            "Not regular files; moved here unopened before grading:\n"
+            + "".join(f"  {m}\n" for m in sorted(moved)))
+    return sorted(moved)
+
+
+def before_nbgrader_copy(assignment=None, student=None, notebooks=()):
+    """``Autograde.pre_convert_hook`` (nbgrader_config.py): quarantine the special files of
+    each submission folder about to be copied (see :func:`quarantine_special_files`)."""
+    for folder in sorted({Path(nb).parent for nb in notebooks}):
+        quarantine_special_files(folder)
+
+
 def intake_problem(folder, max_files: int = MAX_FILES,
                    max_bytes: int = MAX_FOLDER_BYTES) -> str:
     """Why a submission folder must not be copied or graded, or ``""``. The student id (the
@@ -89,6 +144,11 @@ def intake_problem(folder, max_files: int = MAX_FILES,
     if not STUDENT_ID.fullmatch(student):
         return (f"student id {student[:40]!r} is not allowed: use letters, digits and "
                 "._@+- only (at most 100 characters)")
+    reason = quarantine_dir(folder) / "REASON.txt"
+    if reason.exists():
+        return (f"it held files that are not regular files (symlinks, FIFOs or devices), "
+                f"moved unopened to {QUARANTINE}/{student}/{folder.name}/; delete that "
+                "folder to grade a new submission")
     try:
         if not os.path.isdir(folder) or os.path.islink(folder):
             return "the submission is not a plain folder"
