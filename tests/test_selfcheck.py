@@ -283,3 +283,24 @@ def test_predict_prints_feedback_and_echoes_nothing(capsys):
     assert sc.predict(q, 41.0) is None
     assert sc.predict(q, None) is None
     assert capsys.readouterr().out.strip() != ""
+
+
+@pytest.mark.parametrize("expected, unit, given, words", [
+    (56e9, "bytes", 56.0, "1/10^9"),                  # issue #14: GB given, bytes asked
+    (56e9, "bytes", 56e9 / 2**30, "2^30"),            # GiB given, bytes asked
+    (0.4625, "fraction", 46.25, "percent"),           # issue #14: m5_util = 46.25
+])
+def test_unit_and_percent_slips_get_a_unit_hint(expected, unit, given, words):
+    q = sc.make_question("t_units", "number", expected, prompt="How much?", rel=0.01,
+                         unit=unit, hints=("Add the four terms.",))
+    r = sc.check(q, given)
+    assert r.correct is False and words in r.hint and unit in r.hint, r.hint
+
+
+def test_no_unit_hint_for_a_plain_miss_or_a_magnitude_guess():
+    q = sc.make_question("t_units2", "number", 56e9, prompt="Bytes?", rel=0.01, unit="bytes",
+                         hints=("Add the four terms.",))
+    assert sc.check(q, 60e9).hint == "Add the four terms."
+    guess = sc.make_question("t_units3", "number", 1e23, prompt="FLOPs?", rel=0.95,
+                             hints=("Use 6ND.",))
+    assert sc.check(guess, 1e25).hint == "Use 6ND."

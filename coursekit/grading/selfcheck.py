@@ -371,10 +371,42 @@ def check(question, answer, *, attempt: int = 1) -> Result:
         return Result(q.qid, True, True, "Correct.", attempt,
                       explanation=q.explanation_text() or None)
     hint = q.hints[min(attempt, len(q.hints)) - 1] if q.hints else None
+    if q.kind == "number":
+        hint = scale_hint(value, expected, q) or hint
     reveal = attempt >= q.reveal_after
     msg = "Not quite." + ("" if reveal else " Try again.")
     return Result(q.qid, True, False, msg, attempt, hint=hint,
                   explanation=(q.explanation_text() or None) if reveal else None)
+
+
+# Factors that turn a right number into a classic wrong one, and what each one suggests.
+_SCALES = (
+    (100.0, "a percent where a fraction is asked? Write 0.46 for 46%."),
+    (0.01, "a fraction where a percent is asked?"),
+    (2.0 ** 30, "bytes where GiB are asked, or GiB where bytes are (2^30 apart)?"),
+    (2.0 ** -30, "GiB where bytes are asked, or bytes where GiB are (2^30 apart)?"),
+)
+_POWERS = (3, 6, 9, 12, 15)  # k, M, G, T, P
+
+
+def scale_hint(value: float, expected: float, q) -> str | None:
+    """A unit hint when a wrong number is the right one times 100, 1/100, 2^±30 or 10^±3k
+    (within 1%): "this looks like a percent", "check the unit (the question asks for GB)".
+    Only for questions asked to better than 10% (an order-of-magnitude guess is not a
+    unit slip)."""
+    if q.rel >= 0.1 or not expected or not value:
+        return None
+    ratio = value / expected
+    asks = f" The question asks for {q.unit}." if q.unit else ""
+    for factor, text in _SCALES:
+        if abs(ratio / factor - 1) <= 0.01:
+            return f"This looks like {text}{asks}"
+    for k in _POWERS:
+        for sign in (1, -1):
+            if abs(ratio / 10.0 ** (sign * k) - 1) <= 0.01:
+                return (f"Your number is {'10^' + str(k) if sign > 0 else '1/10^' + str(k)}"
+                        f" times the answer: check the unit (bytes, kB, MB, GB, TB?).{asks}")
+    return None
 
 
 def format_problem(question, answer) -> str | None:
