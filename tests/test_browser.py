@@ -29,7 +29,6 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -43,7 +42,6 @@ from .conftest import ROOT, copy_course
 
 CHROMIUM = os.environ.get("COURSEKIT_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-BIN = Path(sys.executable).parent
 AID = payloads.AID
 INSTALL = ("install it with `sudo apt-get install chromium chromium-driver` "
            "(.ci/run does this in CI) or point COURSEKIT_CHROMIUM at a Chromium binary")
@@ -114,13 +112,12 @@ class Jupyter:
     """A Jupyter server in its own process group, on a free port with a random token."""
 
     def __init__(self, cmd_tail, cwd, env, log: Path, app="lab"):
+        from coursekit.grading import student
+
         self.port, self.token = _free_port(), secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [str(BIN / "jupyter"), app, "--no-browser", "--ServerApp.ip=127.0.0.1",
-               f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-               f"--IdentityProvider.token={self.token}", *cmd_tail]
-        if os.geteuid() == 0:
-            cmd.append("--allow-root")
+        # The same command line `make student-lab` runs; cmd_tail sets the root directory.
+        cmd = [*student.lab_command(cwd, self.port, self.token, app), *cmd_tail]
         self.log = log
         self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log.open("wb"),
                                      stderr=subprocess.STDOUT, start_new_session=True)
@@ -240,8 +237,7 @@ def instructor(graded, tmp_path_factory):
         path = settings / "@jupyterlab" / f"{name}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))
-    server = Jupyter([f"--ServerApp.root_dir={graded}",
-                      f"--LabApp.user_settings_dir={settings}"], cwd=graded, env=_clean_env(),
+    server = Jupyter([f"--LabApp.user_settings_dir={settings}"], cwd=graded, env=_clean_env(),
                      log=logs / "instructor.log")
     yield server
     server.stop()
@@ -396,7 +392,7 @@ def test_formgrader_first_open_on_a_new_course(tmp_path):
     create the gradebook, which answered HTTP 500 (and "Loading..." forever) before the
     webguard extension put the server's bin/ on PATH. No browser is needed for this one."""
     root = copy_course(tmp_path / "course")
-    server = Jupyter([f"--ServerApp.root_dir={root}"], cwd=root, env=_clean_env(),
+    server = Jupyter([], cwd=root, env=_clean_env(),
                      log=tmp_path / "server.log", app="server")
     try:
         status, _, body = server.get("/formgrader/api/assignments")
@@ -425,8 +421,8 @@ def test_student_jupyterlab(browser, tmp_path):
     workspace = student.bundle(ROOT, tmp_path / "workspace")
     assert not (workspace / "nbgrader_config.py").exists()
     env = student.lab_env(workspace, base=_clean_env())
-    server = Jupyter([f"--ServerApp.root_dir={workspace}", "--LabApp.expose_app_in_browser=True"],
-                     cwd=workspace, env=env, log=tmp_path / "student.log")
+    server = Jupyter(["--LabApp.expose_app_in_browser=True"], cwd=workspace, env=env,
+                     log=tmp_path / "student.log")
     context, page = _page(browser, server)
     notebook = workspace / aid / f"{aid}.ipynb"
     try:

@@ -20,7 +20,7 @@ Three layers, all named in ``nbgrader_config.py`` so plain ``nbgrader autograde`
 2. :func:`markdown2html` and :func:`clean_html` replace nbconvert's filters of the same
    names: markdown is rendered and then sanitized, so formgrader's own templates (which call
    ``markdown2html`` without nbconvert's ``sanitize_html`` switch) never emit raw student HTML.
-3. :class:`ContentSecurityPolicy` puts a ``<meta>`` Content-Security-Policy into the
+3. :class:`FeedbackCSP` puts a ``<meta>`` Content-Security-Policy into the
    feedback page (scripts only with a per-page nonce, images only inline, no requests out);
    formgrader's pages get theirs as an HTTP header from :mod:`coursekit.grading.webguard`.
 
@@ -37,10 +37,14 @@ import re
 
 import jinja2
 import markupsafe
+import nbformat
 import nh3
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
+
+from .precheck import nbgrader_meta
+from .webguard import MATHJAX_CDN
 
 # Output types a viewer may render from a student's kernel; everything else is dropped.
 TEXT = "text/plain"
@@ -109,10 +113,12 @@ def markdown2html(context, source) -> markupsafe.Markup:
 def student_wrote(cell) -> bool:
     """A markdown cell whose text is the student's: an answer cell, or a cell they added
     (the trusted template marks those ``metadata.coursekit.added``)."""
-    meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
-    nbg = meta.get("nbgrader") if isinstance(meta.get("nbgrader"), dict) else {}
-    ck = meta.get("coursekit") if isinstance(meta.get("coursekit"), dict) else {}
-    return bool(nbg.get("solution") or ck.get("added"))
+    nbg = nbgrader_meta(cell)
+    if isinstance(nbg, dict) and nbg.get("solution"):
+        return True
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    ck = meta.get("coursekit") if isinstance(meta, dict) else None
+    return isinstance(ck, dict) and bool(ck.get("added"))
 
 
 def inert_markdown(source: str) -> str:
@@ -196,8 +202,6 @@ def inert_output(output) -> dict:
 def make_inert(nb) -> int:
     """Make every output and attachment of ``nb`` safe to view (in place); returns how many
     outputs or attachments changed."""
-    import nbformat
-
     changed = 0
     widgets = nb.get("metadata", {}).pop("widgets", None)
     changed += widgets is not None
@@ -246,7 +250,6 @@ class InertNotebook(Preprocessor):
 
 # MathJax (the feedback template's only script) from its CDN; nothing else runs, nothing is
 # fetched or framed, images are inline only.
-MATHJAX_CDN = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"
 FEEDBACK_CSP = (
     "default-src 'none'; "
     f"script-src {MATHJAX_CDN}; "
