@@ -368,6 +368,10 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
     folder = folder_with("fifo_notebook")
     os.mkfifo(folder / f"{AID}.ipynb")
     case("fifo_notebook", "rejected", None, "a FIFO named like the notebook")
+    # issue #13: a student id is printed raw by formgrader's template
+    markup_id = '<img src=x onerror="alert(document.cookie)">'
+    folder_with(markup_id, _load(root, "alice"))
+    case(markup_id, "rejected", None, "a student id that is markup in formgrader's page")
     folder = folder_with("dir_notebook")
     (folder / f"{AID}.ipynb").mkdir()
     case("dir_notebook", "rejected", None, "a folder named like the notebook")
