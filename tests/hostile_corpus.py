@@ -111,6 +111,14 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
     _write(root, "untouched", _load(root, "carol"))
     case("untouched", "graded", 0)
 
+    # -- a forged submission time (issue #12): the instructor's timestamps.csv is used ------
+    _write(root, "forged_timestamp", _load(root, "alice"))
+    (root / "submitted" / "forged_timestamp" / AID / "timestamp.txt").write_text(
+        "1999-01-01 00:00:00")
+    (root / "timestamps.csv").write_text(
+        f"student_id,assignment_id,timestamp\nforged_timestamp,{AID},{TRUSTED_TIME}\n")
+    case("forged_timestamp", "graded", 17, f"recorded as submitted at {TRUSTED_TIME}")
+
     # -- runaway code -------------------------------------------------------------------
     nb = _load(root, "alice")
     _prepend(nb, "ex_kv_cache", "while True:\n    pass")
@@ -453,6 +461,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
     return expected
 
 
+TRUSTED_TIME = "2026-11-20 17:05:00"
 PROBED = ("reads_source", "reads_others", "writes_gradebook", "kernel_view")
 QUARANTINED = ("symlinked_files", "symlinked_notebook", "dev_zero", "fifo_notebook")
 """Plain nbgrader would open these in its own copy of the folder (a FIFO hangs it, a link to

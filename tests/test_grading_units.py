@@ -152,6 +152,36 @@ def test_precheck_findings(tmp_path, release_nb, files, level, match):
     assert any(f.level == level and match in f.message for f in found), found
 
 
+def test_student_written_timestamp_is_replaced_by_the_instructors(tmp_path, release_nb):
+    good = json.dumps(_nb([_graded("ex_a", False), _graded("test_a", True)])).encode()
+    folder = _folder(tmp_path, {"01_x.ipynb": good, "timestamp.txt": b"1999-01-01 00:00:00"})
+    # no instructor time: the student's file is moved out, none is recorded
+    found = precheck.check_folder(folder, "01_x", release_nb)
+    assert [f.level for f in found] == ["fixed"], found
+    assert "not trusted" in found[0].message and "without one" in found[0].message
+    assert not (folder / "timestamp.txt").exists()
+    kept = tmp_path / precheck.QUARANTINE / "sam" / "01_x" / "timestamp.student.txt"
+    assert kept.read_text() == "1999-01-01 00:00:00"
+    # the instructor's table wins, and a rerun changes nothing (same submission hash)
+    (tmp_path / precheck.TIMESTAMPS).write_text(
+        "student_id,assignment_id,timestamp\nsam,01_x,2026-11-20 17:05:00\n")
+    (folder / "timestamp.txt").write_text("1999-01-01 00:00:00")
+    found = precheck.check_folder(folder, "01_x", release_nb)
+    assert "2026-11-20 17:05:00 from timestamps.csv" in found[0].message
+    assert (folder / "timestamp.txt").read_text() == "2026-11-20 17:05:00\n"
+    assert [f.level for f in precheck.check_folder(folder, "01_x", release_nb)] == ["ok"]
+
+
+@pytest.mark.parametrize("table,match", [
+    ("student,assignment,time\n", "header must be student_id,assignment_id,timestamp"),
+    ("student_id,assignment_id,timestamp\nsam,01_x,yesterday\n", ":2: timestamp 'yesterday'"),
+])
+def test_bad_timestamps_table_names_the_line(tmp_path, table, match):
+    (tmp_path / precheck.TIMESTAMPS).write_text(table)
+    with pytest.raises(ValueError, match=match):
+        precheck.trusted_timestamps(tmp_path)
+
+
 def test_precheck_size_limit(tmp_path, release_nb):
     big = json.dumps(_nb([_graded("ex_a", False), _graded("test_a", True)])
                      | {"pad": "x" * 3000}).encode()

@@ -148,6 +148,23 @@ def test_gradebook_is_intact(hostile):
     assert {r.student: r.score for r in rows}["correct"] == 17
 
 
+def _submitted_at(root: Path, student: str):
+    con = sqlite3.connect(root / "gradebook.db")
+    row = con.execute("SELECT s.timestamp FROM submitted_assignment s JOIN assignment a "
+                      "ON s.assignment_id = a.id WHERE s.student_id = ? AND a.name = ?",
+                      (student, hostile_corpus.AID)).fetchone()
+    con.close()
+    return row[0] if row else "no submission"
+
+
+def test_the_submission_time_is_the_instructors(hostile):
+    root = hostile[0]
+    # timestamp.txt said 1999-01-01; the instructor's timestamps.csv says TRUSTED_TIME
+    assert _submitted_at(root, "forged_timestamp").startswith(hostile_corpus.TRUSTED_TIME)
+    kept = root / precheck.QUARANTINE / "forged_timestamp" / hostile_corpus.AID
+    assert (kept / "timestamp.student.txt").read_text() == "1999-01-01 00:00:00"
+
+
 def test_probes_saw_nothing(hostile):
     root = hostile[0]
     for student in hostile_corpus.PROBED:
@@ -253,6 +270,8 @@ def test_plain_nbgrader_autograde_grades_the_corpus_the_same(tmp_path):
         reason = root / precheck.QUARANTINE / student / hostile_corpus.AID / "REASON.txt"
         if not reason.exists():
             problems.append(f"{student}: its special files were not quarantined")
+    if not str(_submitted_at(root, "forged_timestamp")).startswith(hostile_corpus.TRUSTED_TIME):
+        problems.append("forged_timestamp: the student's timestamp.txt was recorded")
     assert not problems, "\n".join(problems) + proc.stderr[-3000:]
 
 

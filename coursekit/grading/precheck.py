@@ -16,6 +16,8 @@ for ``submitted/<student>/<assignment>/``:
 
 from __future__ import annotations
 
+import csv
+import datetime
 import json
 import os
 import re
@@ -126,11 +128,78 @@ def quarantine_special_files(folder) -> list:
     return sorted(moved)
 
 
+# Submission times come from the instructor, never from the student's folder: nbgrader
+# reads `timestamp.txt` there, which the student writes (`nbgrader submit` runs as the
+# student; an LMS download holds whatever the student uploaded).
+TIMESTAMPS = "timestamps.csv"
+TIMESTAMP_COLUMNS = ("student_id", "assignment_id", "timestamp")
+
+
+def trusted_timestamps(root) -> dict:
+    """(student, assignment) -> ISO timestamp, from the instructor's
+    ``<course root>/timestamps.csv`` (columns ``student_id,assignment_id,timestamp``; a
+    time without a zone is UTC, as nbgrader reads it). Missing file: ``{}``. A bad row
+    raises ValueError naming the file, the line and what is allowed."""
+    path = Path(root) / TIMESTAMPS
+    if not path.is_file():
+        return {}
+    out = {}
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        if tuple(reader.fieldnames or ()) != TIMESTAMP_COLUMNS:
+            raise ValueError(f"{path}: the header must be {','.join(TIMESTAMP_COLUMNS)} "
+                             f"(found {','.join(reader.fieldnames or ()) or 'nothing'})")
+        for row in reader:
+            where = f"{path}:{reader.line_num}"
+            stamp = (row["timestamp"] or "").strip()
+            try:
+                datetime.datetime.fromisoformat(stamp.replace(" UTC", "").replace("Z", ""))
+            except ValueError:
+                raise ValueError(f"{where}: timestamp {stamp[:40]!r} is not an ISO time "
+                                 "such as 2026-11-20 17:05:00 or 2026-11-20T17:05:00+01:00")
+            out[(row["student_id"], row["assignment_id"])] = stamp
+    return out
+
+
+def use_trusted_timestamp(folder, table: dict | None = None) -> str:
+    """Make ``folder/timestamp.txt`` the instructor's time for this submission (from
+    :func:`trusted_timestamps`), or remove it when the instructor has none. A student-written
+    file is moved to :func:`quarantine_dir` as ``timestamp.student.txt``. Idempotent
+    (the submission hash does not change on a rerun). Returns what was done, or ``""``."""
+    folder = Path(folder)
+    student, aid = folder.parent.name, folder.name
+    if table is None:
+        table = trusted_timestamps(folder.parents[2])
+    want = table.get((student, aid))
+    path = folder / "timestamp.txt"
+    current = None
+    if os.path.lexists(path):
+        current = path.read_text(encoding="utf-8", errors="replace").strip() \
+            if path.is_file() and not path.is_symlink() else object()
+    if current == want:
+        return ""
+    said = ""
+    if current is not None:
+        keep = quarantine_dir(folder) / "timestamp.student.txt"
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, keep)
+        said = ("timestamp.txt in the submission is not trusted (the student can write it); "
+                f"moved to {QUARANTINE}/{student}/{aid}/timestamp.student.txt")
+    if want is not None:
+        path.write_text(want + "\n", encoding="utf-8")
+        return (said + "; " if said else "") + f"submission time {want} from {TIMESTAMPS}"
+    return said + (f"; no time for this submission in {TIMESTAMPS}: recorded without one"
+                   if said else "")
+
+
 def before_nbgrader_copy(assignment=None, student=None, notebooks=()):
     """``Autograde.pre_convert_hook`` (nbgrader_config.py): quarantine the special files of
-    each submission folder about to be copied (see :func:`quarantine_special_files`)."""
+    each submission folder about to be copied (see :func:`quarantine_special_files`), and
+    replace a student-written ``timestamp.txt`` with the instructor's time
+    (:func:`use_trusted_timestamp`)."""
     for folder in sorted({Path(nb).parent for nb in notebooks}):
-        quarantine_special_files(folder)
+        if not quarantine_special_files(folder):
+            use_trusted_timestamp(folder)
 
 
 def intake_problem(folder, max_files: int = MAX_FILES,
@@ -195,8 +264,10 @@ def nbgrader_meta(cell):
 
 
 def check_folder(folder: Path, assignment: str, release_nb: Path | None,
-                 max_bytes: int = MAX_BYTES, fix: bool = True) -> list:
-    """Findings for one ``submitted/<student>/<assignment>/`` folder (renames if ``fix``)."""
+                 max_bytes: int = MAX_BYTES, fix: bool = True,
+                 timestamps: dict | None = None) -> list:
+    """Findings for one ``submitted/<student>/<assignment>/`` folder (renames and sets the
+    trusted ``timestamp.txt`` if ``fix``; ``timestamps``: :func:`trusted_timestamps`)."""
     student = folder.parent.name
     found = []
 
@@ -207,6 +278,14 @@ def check_folder(folder: Path, assignment: str, release_nb: Path | None,
     if problem:
         add("rejected", problem)
         return found
+    if fix:
+        try:
+            said = use_trusted_timestamp(folder, timestamps)
+        except ValueError as exc:
+            add("rejected", str(exc))
+            return found
+        if said:
+            add("fixed", said, "timestamp.txt")
     expected = f"{assignment}.ipynb"
     notebooks = sorted(p for p in folder.iterdir() if p.is_file()
                        and p.name.lower().endswith(".ipynb"))
@@ -288,11 +367,12 @@ def check_submissions(root: Path, assignments=None, students=None, fix=True,
     from .pipeline import submissions
 
     findings = []
+    table = trusted_timestamps(root) if fix else {}
     for student, aid in submissions(root, assignments, students):
         folder = root / "submitted" / student / aid
         release_nb = root / "release" / aid / f"{aid}.ipynb"
         findings += check_folder(folder, aid, release_nb if release_nb.exists() else None,
-                                 max_bytes=max_bytes, fix=fix)
+                                 max_bytes=max_bytes, fix=fix, timestamps=table)
     return findings
 
 
