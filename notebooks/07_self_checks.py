@@ -7,9 +7,9 @@
 #
 # **Time:** about 60 minutes. **Points:** 49.
 #
-# **How to answer.** Each part ends with one answer cell: replace each `None` with your answer (a letter string such as `"B"`, `True`/`False`, a label string from the list given, a list such as `[2, 1, 3]`, or a number in the unit given, in base SI units: bytes, seconds, FLOPs), then delete the `raise NotImplementedError()` line. The feedback cell under it tells you at once whether each answer is right, with a hint if not and the explanation once it is (or after two tries in the widgets).
+# **How to answer.** Each part ends with one answer cell: replace each `None` with your answer (a letter string such as `"B"`, `True`/`False`, a label string from the list given, a list such as `[2, 1, 3]`, or a number in the unit given, in base SI units: bytes, seconds, FLOPs), then delete the `raise NotImplementedError()` line. The cell under it checks the *form* of each answer at once (a whole number where one is asked, a fraction and not a percent, bytes and not GB), never whether it is right: graded answers are marked only by the autograder, after you submit.
 #
-# **Grading.** The instant feedback is for learning: it runs on your machine, so it cannot be tamper-proof, and it never affects your grade. Your grade comes only from the autograder's hidden tests. Free-response questions appear twice: as a graded numeric or label variant, and as an ungraded reflection whose model answer appears after you write an attempt.
+# **Grading.** Your grade comes only from the autograder's hidden tests. The ungraded warm-ups and reflections give instant feedback (a hint for a wrong answer, the explanation once it is right, or after two tries). Free-response questions appear twice: as a graded numeric or label variant, and as an ungraded reflection whose model answer appears after you write an attempt.
 
 # %% [setup]
 # Setup: imports. In Colab this installs coursekit first if it is missing (no restart needed).
@@ -64,8 +64,8 @@ sc1_q5 = 'D'
 ### END SOLUTION
 
 # %%
-# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
-sc.show_all({'sc1_q1': sc1_q1, 'sc1_q2': sc1_q2, 'sc1_q3': sc1_q3, 'sc1_q4': sc1_q4, 'sc1_q5': sc1_q5}, explain=True);
+# Format check: is each answer written the way the autograder reads it? (Not whether it is right.)
+sc.show_all({'sc1_q1': sc1_q1, 'sc1_q2': sc1_q2, 'sc1_q3': sc1_q3, 'sc1_q4': sc1_q4, 'sc1_q5': sc1_q5});
 
 # %% [test id=test_sc1_q1 points=1]
 # Visible test: checks the form of sc1_q1, not whether it is right.
@@ -159,8 +159,8 @@ sc2_q5 = 'B'
 ### END SOLUTION
 
 # %%
-# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
-sc.show_all({'sc2_q1': sc2_q1, 'sc2_q2': sc2_q2, 'sc2_q3': sc2_q3, 'sc2_q4': sc2_q4, 'sc2_q5': sc2_q5}, explain=True);
+# Format check: is each answer written the way the autograder reads it? (Not whether it is right.)
+sc.show_all({'sc2_q1': sc2_q1, 'sc2_q2': sc2_q2, 'sc2_q3': sc2_q3, 'sc2_q4': sc2_q4, 'sc2_q5': sc2_q5});
 
 # %% [test id=test_sc2_q1 points=1]
 # Visible test: checks the form of sc2_q1, not whether it is right.
@@ -259,8 +259,8 @@ sc3_q5 = 'B'
 ### END SOLUTION
 
 # %%
-# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
-sc.show_all({'sc3_q1': sc3_q1, 'sc3_q2': sc3_q2, 'sc3_q3': sc3_q3, 'sc3_q4': sc3_q4, 'sc3_q5': sc3_q5}, explain=True);
+# Format check: is each answer written the way the autograder reads it? (Not whether it is right.)
+sc.show_all({'sc3_q1': sc3_q1, 'sc3_q2': sc3_q2, 'sc3_q3': sc3_q3, 'sc3_q4': sc3_q4, 'sc3_q5': sc3_q5});
 
 # %% [test id=test_sc3_q1 points=1]
 # Visible test: checks the form of sc3_q1, not whether it is right.
@@ -350,17 +350,8 @@ sc4_q4 = [2, 4, 1, 3]
 ### END SOLUTION
 
 # %%
-# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
-sc.show_all({'sc4_q1': sc4_q1, 'sc4_q1_mfu': sc4_q1_mfu, 'sc4_q2': sc4_q2, 'sc4_q3': sc4_q3, 'sc4_q4': sc4_q4}, explain=True);
-
-# %%
-# Verify with coursekit (ungraded): MFU per Def 1.4 from the hardware registry.
-from coursekit.hardware import get_accelerator
-_peak = get_accelerator('A100-80GB').peak('bf16')
-_useful = 6 * 1e9 * 524_288          # forward + backward FLOPs of one step
-print(f'useful FLOPs per step: {_useful:.3e} FLOP; cluster peak x step: '
-      f'{8 * _peak * 2.0:.3e} FLOP')
-print(f'a forward-only count would be {2 * 1e9 * 524_288:.3e} FLOP (one third)')
+# Format check: is each answer written the way the autograder reads it? (Not whether it is right.)
+sc.show_all({'sc4_q1': sc4_q1, 'sc4_q1_mfu': sc4_q1_mfu, 'sc4_q2': sc4_q2, 'sc4_q3': sc4_q3, 'sc4_q4': sc4_q4});
 
 # %% [test id=test_sc4_q1 points=1]
 # Visible test: checks the form of sc4_q1, not whether it is right.
@@ -464,8 +455,8 @@ sc5_q6 = 1.28784
 ### END SOLUTION
 
 # %%
-# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
-sc.show_all({'sc5_q1': sc5_q1, 'sc5_q2': sc5_q2, 'sc5_q3': sc5_q3, 'sc5_q4': sc5_q4, 'sc5_q5': sc5_q5, 'sc5_q6': sc5_q6}, explain=True);
+# Format check: is each answer written the way the autograder reads it? (Not whether it is right.)
+sc.show_all({'sc5_q1': sc5_q1, 'sc5_q2': sc5_q2, 'sc5_q3': sc5_q3, 'sc5_q4': sc5_q4, 'sc5_q5': sc5_q5, 'sc5_q6': sc5_q6});
 
 # %% [markdown]
 # **Warm-up (ungraded, instant feedback).** After that mixed-precision win, which D·A·M class now limits the run?
@@ -578,8 +569,8 @@ sc6_q5 = 'D'
 ### END SOLUTION
 
 # %%
-# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
-sc.show_all({'sc6_q1': sc6_q1, 'sc6_q2': sc6_q2, 'sc6_q3': sc6_q3, 'sc6_q4': sc6_q4, 'sc6_q5': sc6_q5}, explain=True);
+# Format check: is each answer written the way the autograder reads it? (Not whether it is right.)
+sc.show_all({'sc6_q1': sc6_q1, 'sc6_q2': sc6_q2, 'sc6_q3': sc6_q3, 'sc6_q4': sc6_q4, 'sc6_q5': sc6_q5});
 
 # %% [markdown]
 # **Warm-up (ungraded, instant feedback).** Predict, then verify: a 4-stage pipeline runs 16 micro-batches per step (GPipe/1F1B schedule). What fraction of the step is useful work (1 − bubble fraction)?
@@ -675,8 +666,8 @@ sc7_q4 = 'D'
 ### END SOLUTION
 
 # %%
-# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
-sc.show_all({'sc7_q1': sc7_q1, 'sc7_q2': sc7_q2, 'sc7_q3': sc7_q3, 'sc7_q4': sc7_q4}, explain=True);
+# Format check: is each answer written the way the autograder reads it? (Not whether it is right.)
+sc.show_all({'sc7_q1': sc7_q1, 'sc7_q2': sc7_q2, 'sc7_q3': sc7_q3, 'sc7_q4': sc7_q4});
 
 # %% [test id=test_sc7_q1 points=1]
 # Visible test: checks the form of sc7_q1, not whether it is right.
@@ -749,8 +740,8 @@ sc8_q3 = 'C'
 ### END SOLUTION
 
 # %%
-# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
-sc.show_all({'sc8_q1': sc8_q1, 'sc8_q2': sc8_q2, 'sc8_q3': sc8_q3}, explain=True);
+# Format check: is each answer written the way the autograder reads it? (Not whether it is right.)
+sc.show_all({'sc8_q1': sc8_q1, 'sc8_q2': sc8_q2, 'sc8_q3': sc8_q3});
 
 # %% [test id=test_sc8_q1 points=1]
 # Visible test: checks the form of sc8_q1, not whether it is right.
@@ -806,17 +797,8 @@ l2_weights = 94000000000.0
 ### END SOLUTION
 
 # %%
-# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
-sc.show_all({'l1_fits': l1_fits, 'l1_min_gpus': l1_min_gpus, 'l2_weights': l2_weights}, explain=True);
-
-# %%
-# Verify with coursekit (ungraded): model state at the lesson's 12 B/param.
-from coursekit.training.memory import model_state_bytes
-from coursekit.hardware import get_accelerator
-_state = model_state_bytes(30e9, 'mixed+adam-no-master').total
-_cap = get_accelerator('A100-80GB').memory_bytes
-print(f'30B model state: {_state / 1e9:.0f} GB; 4 x A100: {4 * _cap / 1e9:.0f} GB; '
-      f'per GPU with 4-way sharding: {_state / 4 / 1e9:.0f} GB')
+# Format check: is each answer written the way the autograder reads it? (Not whether it is right.)
+sc.show_all({'l1_fits': l1_fits, 'l1_min_gpus': l1_min_gpus, 'l2_weights': l2_weights});
 
 # %%
 # Verify with coursekit (ungraded): does Mixtral's BF16 weight set fit one A100?
@@ -901,39 +883,8 @@ m5_util = 0.4625
 ### END SOLUTION
 
 # %%
-# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
-sc.show_all({'m1_bytes': m1_bytes, 'm2_allreduces': m2_allreduces, 'm3_speedup': m3_speedup, 'm4_flops': m4_flops, 'm5_util': m5_util}, explain=True);
-
-# %%
-# Verify with coursekit (ungraded).
-from coursekit.training.memory import model_state_bytes, zero_bytes_per_gpu
-_full = model_state_bytes(70e9, 'mixed+adam-no-master').total
-_z1 = zero_bytes_per_gpu(70e9, 8, 1, 'mixed+adam-no-master').total
-print(f'70B model state per data-parallel GPU: {_full / 1e9:.0f} GB; with ZeRO-1 on 8 '
-      f'GPUs: {_z1 / 1e9:.0f} GB; A100: 80 GB')
-
-# %%
-# Verify (ungraded): speedup vs acceptance rate, k = 5 and c = 0.2.
-for _alpha in (0.6, 0.7, 0.9):
-    _tokens = (1 - _alpha ** 6) / (1 - _alpha)
-    print(f'alpha = {_alpha:.1f}: {_tokens:.2f} tokens per target pass, '
-          f'speedup {_tokens / (5 * 0.2 + 1):.2f}x')
-
-# %%
-# Verify with coursekit (ungraded): per-direction link bandwidth from the registry.
-from coursekit.hardware import get_accelerator, get_link
-_bw = get_link('NVLink-A100').bandwidth
-_t = 1e9 / _bw
-print(f'1 GB over NVLink-A100 ({_bw / 1e9:.0f} GB/s per direction): {_t * 1e3:.2f} ms; '
-      f'A100 BF16 FLOPs forgone: {get_accelerator("A100-80GB").peak("bf16") * _t:.3e} FLOP')
-
-# %%
-# Verify (ungraded): slot occupancy of the static batch, step by step.
-_lengths = np.array([20, 45, 200, 15, 80, 150, 30, 200])
-_steps = np.arange(_lengths.max())
-_busy = (_steps[:, None] < _lengths[None, :]).sum(axis=1)   # busy slots per step
-print(f'busy slots at steps 0, 20, 100, 199: {_busy[[0, 20, 100, 199]].tolist()} of 8')
-print(f'useful slot-steps: {_busy.sum()} of {8 * _lengths.max()}')
+# Format check: is each answer written the way the autograder reads it? (Not whether it is right.)
+sc.show_all({'m1_bytes': m1_bytes, 'm2_allreduces': m2_allreduces, 'm3_speedup': m3_speedup, 'm4_flops': m4_flops, 'm5_util': m5_util});
 
 # %% [test id=test_m1_bytes points=1]
 # Visible test: checks the form of m1_bytes, not whether it is right.
@@ -998,8 +949,8 @@ lock3 = True
 ### END SOLUTION
 
 # %%
-# Instant feedback (ungraded): a hint for each wrong answer; explanations for right ones.
-sc.show_all({'lock1': lock1, 'lock2': lock2, 'lock3': lock3}, explain=True);
+# Format check: is each answer written the way the autograder reads it? (Not whether it is right.)
+sc.show_all({'lock1': lock1, 'lock2': lock2, 'lock3': lock3});
 
 # %% [markdown]
 # **Warm-up (ungraded, instant feedback).** Part 2 bubble gauge: with 4 pipeline stages, what is the smallest number of micro-batches that keeps the bubble fraction (p-1)/(m+p-1) *below* 10%?
@@ -1040,7 +991,3 @@ ck.case('lock3', lambda: lock3, expect=ck.exactly(True), name='lock3')
 # - Several source answers were corrected here (MFU's numerator, the 30B-on-4-A100 check, NVLink's per-direction bandwidth, static-batching waste, run A's D·A·M class): always recompute a number before you trust it.
 #
 # **Reflection (ungraded).** Which of your predictions was furthest off, and which mental model would have given you the right number?
-
-# %%
-# Any question can also be asked with a widget, e.g. to retry one with hints:
-sc.widget('sc6_q3')

@@ -1,8 +1,9 @@
 """Issue 8, instant feedback everywhere: the ungraded "predict before you run" cells of
 assignments 01-06.
 
-Each prediction cell holds an inline self-check token (``make_question(...).to_token()``,
-generated once and pasted); the answers live only here, with their source. Checked:
+Each prediction cell asks a question by its short id (``sc.predict("nb01_p1_dominant", x)``),
+looked up in the packaged ``coursekit/data/predictions.json`` (keys made once with
+``make_question``); the answers live only here, with their source. Checked:
 
 * every token in notebooks/01-06 is listed below (and nothing else is);
 * each token accepts its answer (in the forms a student writes) and rejects clearly wrong
@@ -14,7 +15,6 @@ generated once and pasted); the answers live only here, with their source. Check
   contain none of the answer's telltale strings.
 """
 
-import base64
 import contextlib
 import io
 import json
@@ -30,7 +30,8 @@ from coursekit.grading.authoring import parse, read_py
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[1-6]_*.py"))
 RELEASES = sorted((ROOT / "release").glob("0[1-6]*/*.ipynb"))
-TOKEN = re.compile(r'"(' + re.escape(sc.TOKEN_PREFIX) + r'[A-Za-z0-9_\-=]+)"')
+TOKEN = re.compile(r'sc\.predict\("([A-Za-z0-9_.-]+)"')  # the question id
+PREDICTIONS_JSON = ROOT / "coursekit" / "data" / sc.PREDICTIONS_FILE
 
 
 def P(nb, var, correct, wrong, leaks):
@@ -175,7 +176,7 @@ def _prediction_cells(path):
     """(index, cells, [tokens]) for every ordinary cell of an authoring file with tokens."""
     cells = parse(read_py(path))
     return [(i, cells, TOKEN.findall(c.source)) for i, c in enumerate(cells)
-            if sc.TOKEN_PREFIX in c.source]
+            if "sc.predict(" in c.source]
 
 
 def _all_tokens():
@@ -192,9 +193,9 @@ def _all_tokens():
 TOKENS = _all_tokens()
 
 
-def _plain_fields(token):
-    """The token's fields that are readable after base64 (everything but key/explanation)."""
-    d = json.loads(base64.urlsafe_b64decode(token[len(sc.TOKEN_PREFIX):]))
+def _plain_fields(qid):
+    """The question's packaged fields that are plain text (everything but key/explanation)."""
+    d = json.loads(PREDICTIONS_JSON.read_text(encoding="utf-8"))["questions"][qid]
     return " ".join(str(d[k]) for k in ("prompt", "hints", "source", "unit", "section",
                                         "variable", "option_texts"))
 
@@ -272,7 +273,7 @@ def _run_with(source, specs, guesses, namespace):
     return out.getvalue()
 
 
-def test_release_has_tokens_only():
+def test_release_asks_by_id_only():
     assert len(RELEASES) == 6
     seen = set()
     for path in RELEASES:
@@ -285,16 +286,17 @@ def test_release_has_tokens_only():
             assert not cell.metadata.get("nbgrader", {}).get("grade")
             prompt = nb.cells[i - 1]
             assert prompt.cell_type == "markdown" and "predict" in prompt.source.lower()
-            visible = TOKEN.sub('"<token>"', cell.source) + "\n" + prompt.source
+            assert sc.TOKEN_PREFIX not in cell.source  # a short id, not an inline token
+            visible = cell.source + "\n" + prompt.source
             for tok in tokens:
                 qid = sc.get_question(tok).qid
                 seen.add(qid)
                 spec = PREDICTIONS[qid]
                 assert re.search(rf"^{spec['var']}\s*= None", cell.source, re.M)
-                plain = _plain_fields(tok)
+                plain = _plain_fields(qid)
                 for leak in spec["leaks"]:
                     assert leak not in visible, f"{path.name} {qid}: {leak!r} in plain text"
-                    assert leak not in plain, f"{qid}: {leak!r} readable in the token"
+                    assert leak not in plain, f"{qid}: {leak!r} readable in the packaged data"
                 if isinstance(spec["correct"][0], float):
                     # numbers travel only as the obfuscated key
                     assert repr(spec["correct"][0]) not in visible + plain, qid

@@ -61,8 +61,12 @@ def _wrong_answers(it):
     return [a * (1 + 5 * it["rel"]), a * (1 - 5 * it["rel"]), -a, 0.0, a * 2]
 
 
-@pytest.mark.parametrize("qid", IDS)
-def test_key_accepts_the_answer_and_rejects_the_others(qid):
+PRACTICE = [it for it in ITEMS if it["qid"] in BUILD.UNGRADED]
+GRADED_IDS = [it["qid"] for it in GRADED]
+
+
+@pytest.mark.parametrize("qid", [it["qid"] for it in PRACTICE])
+def test_practice_key_accepts_the_answer_and_rejects_the_others(qid):
     it = next(i for i in ITEMS if i["qid"] == qid)
     result = sc.check(qid, it["answer"])
     assert result.correct is True, qid
@@ -71,7 +75,67 @@ def test_key_accepts_the_answer_and_rejects_the_others(qid):
         r = sc.check(qid, wrong)
         assert r.valid and r.correct is False, (qid, wrong)
         assert r.explanation is None and r.hint
+
+
+@pytest.mark.parametrize("qid", GRADED_IDS)
+def test_graded_items_have_no_local_oracle(qid):
+    """DESIGN.md section 7: a graded item is packaged with its format only. Its answer and
+    every wrong answer of the right form get the same reply, never "Correct."."""
+    it = next(i for i in ITEMS if i["qid"] == qid)
+    raw = json.loads(KEYS.read_text(encoding="utf-8"))["questions"][qid]
+    assert raw["graded"] is True
+    assert (raw["key"], raw["salt"], raw["hints"], raw["explanation"]) == ("", "", [], "")
+    # no key that decodes to the answer, whatever salt a future edit might pick
+    salt = sc.default_salt(qid)
+    text = KEYS.read_text(encoding="utf-8")
+    if it["kind"] == "number":
+        assert sc.encode_number(qid, salt, it["answer"]) not in text
+    else:
+        canonical = sc._canonical_string(it["kind"], sc.normalize(
+            it["kind"], it["answer"], it.get("labels") or "ABCD"))
+        assert sc.digest(qid, salt, canonical) not in text
+    right = sc.check(qid, it["answer"])
+    assert right.valid and right.correct is None and "Format OK" in right.message
+    assert "Correct" not in right.message and right.hint is None and right.explanation is None
+    for wrong in _wrong_answers(it):
+        if sc.format_problem(qid, wrong) is None:
+            assert sc.check(qid, wrong) == right, (qid, wrong)
     assert sc.format_problem(qid, it["answer"]) is None  # the graded form passes the visible test
+
+
+@pytest.mark.parametrize("qid,answer,says", [
+    # issue 14: these were marked "Correct." and then failed check_exact(..., 5) on type
+    ("l1_min_gpus", 5.0, "whole number: write 5"),
+    ("l1_min_gpus", 4.5, "whole number"),
+    ("m2_allreduces", 96.0, "whole number: write 96"),
+    # a percent where a fraction is asked, GB where bytes are, ms where seconds are
+    ("m5_util", 46.25, "percent; the question asks for a fraction: write 0.4625"),
+    ("sc4_q1_mfu", 63.0, "percent"),
+    ("sc2_q2", 56, "looks like GB; the question asks for bytes"),
+    ("m1_bytes", 840, "looks like GB"),
+    ("m4_flops", 1.04, "looks like TFLOPs"),
+    ("sc6_q3", 17.5, "looks like ms; the question asks for s: divide by 10^3"),
+])
+def test_format_checks_catch_unit_slips_before_grading(qid, answer, says):
+    problem = sc.format_problem(qid, answer)
+    assert problem and says in problem, problem
+    r = sc.check(qid, answer)
+    assert not r.valid and r.correct is None and says in r.message
+    with pytest.raises(AssertionError, match=re.escape(says)):
+        sc.require_format(qid, answer)
+
+
+@pytest.mark.parametrize("qid", GRADED_IDS)
+def test_the_hidden_test_accepts_every_answer_the_format_check_passes(qid):
+    """The form the format check asks for is the form the hidden case grades: an integer
+    item's answer is an int (ck.exactly compares types), a number is inside its range."""
+    it = next(i for i in ITEMS if i["qid"] == qid)
+    q = sc.get_question(qid)
+    if it["kind"] == "number":
+        assert q.integer == bool(it.get("integer"))
+        assert q.lo <= it["answer"] <= q.hi
+        if it.get("integer"):
+            assert sc.format_problem(qid, float(it["answer"])) is not None
 
 
 @pytest.mark.parametrize("qid", IDS)
@@ -180,7 +244,7 @@ def leaks(text: str) -> list:
                 if re.search(rf"(?<![\w.]){re.escape(form)}(?![\w])", text):
                     found.append(f"{it['qid']}: {form}")
         expl = sc.get_question(it["qid"]).explanation_text()
-        if expl[:60] in text:
+        if expl and expl[:60] in text:
             found.append(f"{it['qid']}: explanation")
     for phrase in ("correct answer is", "### BEGIN SOLUTION", "### BEGIN HIDDEN TESTS",
                    "ck.exactly(", "ck.approx("):

@@ -910,10 +910,14 @@ def all_items(graded_only=True):
 
 
 def build_questions() -> dict:
+    """Every question of 07 for the packaged keys. A graded item is packaged with its
+    format only (no key, hints or explanation: its answer is in the hidden test alone);
+    warm-ups and reflections keep their instant feedback."""
     out = {}
     for sec in SECTIONS:
         for item in list(sec["items"]) + list(sec["reflections"]):
             kind = item["kind"]
+            graded = kind != "reflection" and item["qid"] not in UNGRADED
             opts = {"choice": ABCD, "label": tuple(item.get("labels", ()))}.get(kind, ())
             texts = tuple(item["options"]) if kind == "choice" else ()
             q = make_question(
@@ -923,7 +927,8 @@ def build_questions() -> dict:
                 hints=item.get("hints", ()), explanation=item["explanation"],
                 reveal_after=1 if kind == "reflection" else 2, section=sec["title"],
                 source=item.get("source", "") if kind == "reflection" else "",
-                variable=item.get("var", ""))
+                variable=item.get("var", ""), graded=graded,
+                integer=bool(item.get("integer")))
             out[q.qid] = q.to_dict()
     return out
 
@@ -932,7 +937,9 @@ def keys_json() -> str:
     data = {"source": ("Self-check keys for assignment 07 and instant feedback, built by "
                        "tools/build_selfcheck_keys.py from the chapter 002 (Self-Checks 1-8), "
                        "the lesson plan 003 (Checks 1-2, misconceptions) and the lab plan 004 "
-                       "(prediction locks). Answers are salted hashes or obfuscated numbers."),
+                       "(prediction locks). Graded items carry their format only (kind, unit, "
+                       "range); warm-ups and reflections carry salted hashes or obfuscated "
+                       "numbers."),
             "format": 1, "questions": build_questions()}
     return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -972,60 +979,13 @@ def _hidden(item) -> str:
 
 
 VERIFY = {
-    "sc4_q1_mfu": [
-        "# Verify with coursekit (ungraded): MFU per Def 1.4 from the hardware registry.",
-        "from coursekit.hardware import get_accelerator",
-        "_peak = get_accelerator('A100-80GB').peak('bf16')",
-        "_useful = 6 * 1e9 * 524_288          # forward + backward FLOPs of one step",
-        "print(f'useful FLOPs per step: {_useful:.3e} FLOP; cluster peak x step: '",
-        "      f'{8 * _peak * 2.0:.3e} FLOP')",
-        "print(f'a forward-only count would be {2 * 1e9 * 524_288:.3e} FLOP (one third)')",
-    ],
-    "l1_min_gpus": [
-        "# Verify with coursekit (ungraded): model state at the lesson's 12 B/param.",
-        "from coursekit.training.memory import model_state_bytes",
-        "from coursekit.hardware import get_accelerator",
-        "_state = model_state_bytes(30e9, 'mixed+adam-no-master').total",
-        "_cap = get_accelerator('A100-80GB').memory_bytes",
-        "print(f'30B model state: {_state / 1e9:.0f} GB; 4 x A100: {4 * _cap / 1e9:.0f} GB; '",
-        "      f'per GPU with 4-way sharding: {_state / 4 / 1e9:.0f} GB')",
-    ],
+    # Only cells that print ingredients, never a graded answer or the last step to it
+    # (a graded item has no local oracle: DESIGN.md section 7).
     "l2_weights": [
         "# Verify with coursekit (ungraded): does Mixtral's BF16 weight set fit one A100?",
         "from coursekit.hardware import get_accelerator",
         "_cap = get_accelerator('A100-80GB').memory_bytes",
         "print(f'A100 capacity: {_cap / 1e9:.0f} GB; 8 GPUs: {8 * _cap / 1e9:.0f} GB')",
-    ],
-    "m1_bytes": [
-        "# Verify with coursekit (ungraded).",
-        "from coursekit.training.memory import model_state_bytes, zero_bytes_per_gpu",
-        "_full = model_state_bytes(70e9, 'mixed+adam-no-master').total",
-        "_z1 = zero_bytes_per_gpu(70e9, 8, 1, 'mixed+adam-no-master').total",
-        "print(f'70B model state per data-parallel GPU: {_full / 1e9:.0f} GB; with ZeRO-1 on 8 '",
-        "      f'GPUs: {_z1 / 1e9:.0f} GB; A100: 80 GB')",
-    ],
-    "m4_flops": [
-        "# Verify with coursekit (ungraded): per-direction link bandwidth from the registry.",
-        "from coursekit.hardware import get_accelerator, get_link",
-        "_bw = get_link('NVLink-A100').bandwidth",
-        "_t = 1e9 / _bw",
-        "print(f'1 GB over NVLink-A100 ({_bw / 1e9:.0f} GB/s per direction): {_t * 1e3:.2f} ms; '",
-        "      f'A100 BF16 FLOPs forgone: {get_accelerator(\"A100-80GB\").peak(\"bf16\") * _t:.3e} FLOP')",
-    ],
-    "m5_util": [
-        "# Verify (ungraded): slot occupancy of the static batch, step by step.",
-        "_lengths = np.array([20, 45, 200, 15, 80, 150, 30, 200])",
-        "_steps = np.arange(_lengths.max())",
-        "_busy = (_steps[:, None] < _lengths[None, :]).sum(axis=1)   # busy slots per step",
-        "print(f'busy slots at steps 0, 20, 100, 199: {_busy[[0, 20, 100, 199]].tolist()} of 8')",
-        "print(f'useful slot-steps: {_busy.sum()} of {8 * _lengths.max()}')",
-    ],
-    "m3_speedup": [
-        "# Verify (ungraded): speedup vs acceptance rate, k = 5 and c = 0.2.",
-        "for _alpha in (0.6, 0.7, 0.9):",
-        "    _tokens = (1 - _alpha ** 6) / (1 - _alpha)",
-        "    print(f'alpha = {_alpha:.1f}: {_tokens:.2f} tokens per target pass, '",
-        "          f'speedup {_tokens / (5 * 0.2 + 1):.2f}x')",
     ],
 }
 
@@ -1050,15 +1010,16 @@ def notebook_py() -> str:
             "your answer (a letter string such as `\"B\"`, `True`/`False`, a label string from "
             "the list given, a list such as `[2, 1, 3]`, or a number in the unit given, in base "
             "SI units: bytes, seconds, FLOPs), then delete the `raise NotImplementedError()` "
-            "line. The feedback cell under it tells you at once whether each answer is right, "
-            "with a hint if not and the explanation once it is (or after two tries in the "
-            "widgets).\n"
+            "line. The cell under it checks the *form* of each answer at once (a whole number "
+            "where one is asked, a fraction and not a percent, bytes and not GB), never "
+            "whether it is right: graded answers are marked only by the autograder, after "
+            "you submit.\n"
             "\n"
-            "**Grading.** The instant feedback is for learning: it runs on your machine, so "
-            "it cannot be tamper-proof, and it never affects your grade. Your grade comes only "
-            "from the autograder's hidden tests. Free-response questions appear twice: as a "
-            "graded numeric or label variant, and as an ungraded reflection whose model "
-            "answer appears after you write an attempt."),
+            "**Grading.** Your grade comes only from the autograder's hidden tests. The "
+            "ungraded warm-ups and reflections give instant feedback (a hint for a wrong "
+            "answer, the explanation once it is right, or after two tries). Free-response "
+            "questions appear twice: as a graded numeric or label variant, and as an "
+            "ungraded reflection whose model answer appears after you write an attempt."),
         "",
         "# %% [setup]",
         "# Setup: imports. In Colab this installs coursekit first if it is missing "
@@ -1093,10 +1054,10 @@ def notebook_py() -> str:
             out.append(f"{it['var']} = {_literal(it)}")
         out.append("### END SOLUTION")
         out.append("")
-        out += ["# %%", "# Instant feedback (ungraded): a hint for each wrong answer; "
-                "explanations for right ones.",
+        out += ["# %%", "# Format check: is each answer written the way the autograder "
+                "reads it? (Not whether it is right.)",
                 "sc.show_all({" + ", ".join(f"{it['qid']!r}: {it['var']}" for it in items)
-                + "}, explain=True);", ""]
+                + "});", ""]
         for it in items:
             if it["qid"] in VERIFY:
                 out += ["# %%", *VERIFY[it["qid"]], ""]
@@ -1130,10 +1091,6 @@ def notebook_py() -> str:
              "\n"
              "**Reflection (ungraded).** Which of your predictions was furthest off, and which "
              "mental model would have given you the right number?"),
-        "",
-        "# %%",
-        "# Any question can also be asked with a widget, e.g. to retry one with hints:",
-        "sc.widget('sc6_q3')",
         "",
     ]
     return "\n".join(out)

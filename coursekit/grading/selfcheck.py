@@ -20,8 +20,15 @@ by :func:`make_question` + :meth:`Question.to_token` for other notebooks):
 
 This keeps answers out of plain sight (a release notebook or ``grep`` does not show
 them), not secret: a determined student can always probe a local checker (there are
-four letters) or decode the numbers. Graded credit therefore comes only from nbgrader's
-hidden tests, which hold the literal answers and are stripped from the release.
+four letters) or decode the numbers. So only practice items (warm-ups, predictions,
+reflections) carry a key. A *graded* item (``graded=True``: assignment 07's quiz) is
+packaged with its format only: kind, options, unit, ``integer`` and a plausible range
+``[lo, hi]`` three decades wide; its checks say whether an answer is readable in the form
+the hidden test expects (a whole number, a fraction not a percent, bytes not GB), never
+whether it is right. Its answer lives only in the hidden tests, stripped from the release.
+
+Packaged data: ``selfcheck_keys.json`` (assignment 07) and ``predictions.json`` (the
+predict-before-run cells of 01-06, asked by id: ``sc.predict("nb01_p1_dominant", x)``).
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ KINDS = ("choice", "bool", "label", "order", "number", "reflection")
 numbers, a number with a tolerance, or an ungraded free-text reflection."""
 
 KEYS_FILE = "selfcheck_keys.json"
+PREDICTIONS_FILE = "predictions.json"
 TOKEN_PREFIX = "ckq1:"
 _PEPPER = "coursekit-selfcheck-v1"
 _MIN_REFLECTION_WORDS = 5
@@ -197,6 +205,10 @@ class Question:
     section: str = ""
     source: str = ""
     variable: str = ""           # the notebook variable holding the answer, if any
+    graded: bool = False         # graded items carry no key, hints or explanation
+    integer: bool = False        # the answer must be a whole number (an int)
+    lo: float | None = None      # plausible range of a graded number (format check)
+    hi: float | None = None
 
     def explanation_text(self) -> str:
         """The decoded explanation (model answer for reflections)."""
@@ -213,7 +225,8 @@ class Question:
         if self.kind == "order":
             return "a list of item numbers, e.g. [2, 1, 3]"
         if self.kind == "number":
-            return "a number" + (f" in {self.unit}" if self.unit else "")
+            return ("a whole number" if self.integer else "a number") + (
+                f" in {self.unit}" if self.unit else "")
         return "a few sentences of text"
 
     def to_dict(self) -> dict:
@@ -260,9 +273,13 @@ class Result:
 def make_question(qid: str, kind: str, answer, *, prompt: str, options=(),
                   option_texts=(), rel: float = 1e-6, abs_tol: float = 0.0, unit: str = "",
                   hints=(), explanation: str = "", reveal_after: int = 2, section: str = "",
-                  source: str = "", variable: str = "", salt: str | None = None) -> Question:
+                  source: str = "", variable: str = "", salt: str | None = None,
+                  graded: bool = False, integer: bool = False) -> Question:
     """Build a :class:`Question` whose key encodes ``answer`` (used by the key builder
-    and by notebook authors for inline tokens). ``answer`` is ignored for reflections."""
+    and by notebook authors for inline tokens). ``answer`` is ignored for reflections.
+
+    ``graded=True``: a format-only question (no key, hints or explanation); a number gets
+    the plausible range :func:`plausible_range` of ``answer``."""
     if not isinstance(qid, str) or not re.match(r"^[A-Za-z0-9_.-]{1,60}$", qid):
         raise ValueError(f"qid={qid!r} must be 1-60 letters, digits, '_', '.' or '-'")
     if kind not in KINDS:
@@ -281,6 +298,14 @@ def make_question(qid: str, kind: str, answer, *, prompt: str, options=(),
             or reveal_after < 1:
         raise ValueError(f"reveal_after={reveal_after!r} must be an integer >= 1")
     salt = salt or default_salt(qid)
+    if graded:
+        if kind == "reflection":
+            raise ValueError("graded=True: a reflection is never graded")
+        value = normalize(kind, answer, options)
+        lo, hi = plausible_range(value, unit) if kind == "number" else (None, None)
+        return Question(qid=qid, kind=kind, prompt=prompt, options=tuple(options),
+                        option_texts=tuple(option_texts), unit=unit, section=section,
+                        variable=variable, graded=True, integer=bool(integer), lo=lo, hi=hi)
     if kind == "reflection":
         key = ""
     else:
@@ -292,19 +317,38 @@ def make_question(qid: str, kind: str, answer, *, prompt: str, options=(),
                     rel=float(rel), abs_tol=float(abs_tol), unit=unit, hints=tuple(hints),
                     explanation=encode_text(qid, salt, explanation) if explanation else "",
                     reveal_after=int(reveal_after), section=section, source=source,
-                    variable=variable)
+                    variable=variable, integer=bool(integer))
+
+
+def plausible_range(value: float, unit: str = "") -> tuple:
+    """The range a graded number's format check accepts: ``[0, 1]`` for a fraction, else
+    the three decades ``[10^(e-1), 10^(e+2)]`` around ``value`` (``e = floor(log10|value|)``;
+    negated for a negative value). Wide enough to say nothing about the answer beyond
+    its unit; narrow enough that a percent, GB-for-bytes or ms-for-s slip falls out."""
+    if "fraction" in unit:
+        return 0.0, 1.0
+    if value == 0:
+        return -1.0, 1.0
+    e = math.floor(math.log10(abs(value)))
+    lo, hi = 10.0 ** (e - 1), 10.0 ** (e + 2)
+    return (lo, hi) if value > 0 else (-hi, -lo)
 
 
 # --------------------------------------------------------------------------- key store
 @functools.lru_cache(maxsize=4)
 def _load(path: str | None) -> dict:
     if path is None:
-        text = resources.files("coursekit.data").joinpath(KEYS_FILE).read_text("utf-8")
+        data = resources.files("coursekit.data")
+        texts = [data.joinpath(name).read_text("utf-8")
+                 for name in (KEYS_FILE, PREDICTIONS_FILE)]
     else:
         with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    data = json.loads(text)
-    return {qid: Question.from_dict(d) for qid, d in data["questions"].items()}
+            texts = [fh.read()]
+    out = {}
+    for text in texts:
+        for qid, d in json.loads(text)["questions"].items():
+            out[qid] = Question.from_dict(d)
+    return out
 
 
 def questions(path: str | None = None) -> dict:
@@ -356,6 +400,12 @@ def check(question, answer, *, attempt: int = 1) -> Result:
     except ValueError as exc:
         return Result(q.qid, False, None, f"Could not read that answer ({exc}). "
                       f"Expected {q.answer_format()}.", attempt)
+    if q.graded:
+        problem = format_problem(q, answer)
+        if problem:
+            return Result(q.qid, False, None, problem, attempt)
+        return Result(q.qid, True, None, "Format OK: graded after you submit (graded "
+                      "items get no instant right or wrong).", attempt)
     if q.kind == "reflection":
         if len(value.split()) < _MIN_REFLECTION_WORDS:
             return Result(q.qid, False, None, "Write a few sentences first; the model "
@@ -409,6 +459,34 @@ def scale_hint(value: float, expected: float, q) -> str | None:
     return None
 
 
+_PREFIXES = {15: "P", 12: "T", 9: "G", 6: "M", 3: "k", -3: "m", -6: "µ", -9: "n"}
+
+
+def unit_hint(value: float, q) -> str | None:
+    """For a number outside a graded question's plausible range: the unit slip that
+    would put it inside ("this looks like GB; the question asks for bytes"), or None."""
+    def inside(x):
+        return q.lo <= x <= q.hi
+    unit = q.unit or "the unit asked"
+    if "fraction" in q.unit and 1 < value <= 100 and inside(value / 100):
+        return (f"This looks like a percent; the question asks for a fraction: write "
+                f"{value / 100:g} for {value:g}%.")
+    base = q.unit.split()[0] if q.unit else ""
+    for k in sorted(_PREFIXES, key=abs):
+        if inside(value * 10.0 ** k):
+            if base in ("bytes", "s", "FLOPs", "FLOP/s", "B/s"):
+                named = {"bytes": "B", "FLOPs": "FLOPs", "s": "s"}.get(base, base)
+                return (f"This looks like {_PREFIXES[k]}{named}; the question asks for "
+                        f"{unit}: multiply by 10^{k}." if k > 0 else
+                        f"This looks like {_PREFIXES[k]}{named}; the question asks for "
+                        f"{unit}: divide by 10^{-k}.")
+            return f"Off by a factor of 10^{k}: check the unit ({unit})."
+    for factor in (2.0 ** 30, 2.0 ** -30):
+        if inside(value * factor):
+            return f"Off by 2^30: GiB and bytes mixed up? The question asks for {unit}."
+    return None
+
+
 def format_problem(question, answer) -> str | None:
     """None if ``answer`` is written in the exact form the graded tests expect, else a
     friendly sentence saying what to write (an unanswered ``None`` included)."""
@@ -423,6 +501,13 @@ def format_problem(question, answer) -> str | None:
     if q.kind == "number":
         if isinstance(answer, str):
             return f"{name} must be a number, not a string: write {value!r}"
+        if q.integer and not isinstance(answer, Integral):
+            whole = f"{int(value)}" if value.is_integer() else "a whole number"
+            return f"{name}={answer!r}: the question asks for a whole number: write {whole}"
+        if q.lo is not None and q.hi is not None and not q.lo <= value <= q.hi:
+            return (f"{name}={answer!r} is outside the plausible range for this question "
+                    f"({q.lo:g} to {q.hi:g}{' ' + q.unit if q.unit else ''}). "
+                    + (unit_hint(value, q) or "Check your arithmetic and the unit."))
         return None
     exact = (type(answer) is bool or type(answer).__name__ == "bool_") if q.kind == "bool" \
         else (type(answer) is list and all(type(x) is int for x in answer)) \
@@ -560,7 +645,7 @@ def _escape(text: str) -> str:
 
 
 __all__ = ["KINDS", "Question", "Result", "check", "is_correct", "normalize",
-           "make_question", "get_question", "questions", "format_problem",
+           "make_question", "plausible_range", "unit_hint", "get_question", "questions", "format_problem",
            "require_format", "render", "show", "show_all", "feedback", "widget", "digest",
            "encode_number", "decode_number", "encode_text", "decode_text", "default_salt"]
 
