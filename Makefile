@@ -53,7 +53,8 @@ build: $(STAMP)
 verify-build: $(STAMP)
 	$(BIN)/python -m coursekit.grading verify-build
 
-# The student wheel: the library only (no notebooks, no solutions), for Colab.
+# The instructor's wheel: the full library (a grading machine). Students get the student
+# wheel of `make student-bundle` instead (no implementation of a graded function).
 wheel: $(STAMP)
 	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
 

@@ -11,22 +11,22 @@ notebook runs. The only errors allowed are the unfinished stubs and their tests 
 
 from __future__ import annotations
 
+import ast
 import functools
+import gzip
 import http.server
 import json
-import os
 import subprocess
 import sys
 import threading
 import tomllib
 import zipfile
-from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from coursekit.grading import build, student
+from coursekit.grading import build, student, studentlib
 
 from .conftest import ROOT
 
@@ -135,3 +135,79 @@ def test_release_notebook_runs_like_colab(aid, bundle, served, colab_kernel, mon
     print(f"\n{aid}: setup cell installed coursekit from {served} without a word from pip; "
           f"{len(code)} code cells ran, {stubs} stopped at an unfinished stub or its test "
           "(tagged raises-exception), no other error")
+
+
+# ------------------------------------------------ the student library (issue #14 item 3)
+def _functions(tree):
+    return {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef,
+                                                                 ast.AsyncFunctionDef))}
+
+
+def _body_dump(node) -> str:
+    body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+    return "\n".join(ast.dump(stmt) for stmt in body)
+
+
+def test_student_wheel_has_no_implementation_of_a_graded_function(bundle):
+    """Every function a hidden test forbids keeps its signature and docstring and replays
+    recorded calls; no function anywhere in the wheel has a graded function's body."""
+    graded = studentlib.graded_functions(ROOT)
+    assert len(graded) >= 60 and "coursekit.training.memory.zero_bytes_per_gpu" in graded
+    wheel = zipfile.ZipFile(bundle / build.wheel_name(ROOT))
+    originals = {}
+    for name in graded:
+        module, _, fn = name.rpartition(".")
+        path = ROOT / (module.replace(".", "/") + ".py")
+        originals[name] = _body_dump(_functions(ast.parse(path.read_text()))[fn])
+    bodies = set(originals.values())
+    for member in wheel.namelist():
+        if not member.endswith(".py"):
+            continue
+        module = member[:-3].replace("/", ".").removesuffix(".__init__")
+        funcs = _functions(ast.parse(wheel.read(member).decode()))
+        for fn, node in funcs.items():
+            dotted = f"{module}.{fn}"
+            if dotted in graded:
+                assert _body_dump(node) == ast.dump(ast.parse(
+                    f"return _replay_({dotted!r}, locals())").body[0]), dotted
+                assert ast.get_docstring(node), dotted  # the contract stays documented
+            else:
+                assert _body_dump(node) not in bodies, f"{dotted} copies a graded body"
+    table = json.loads(gzip.decompress(wheel.read("coursekit/data/replay.json.gz")))
+    assert table["graded"] == graded and len(table["calls"]) > 1000
+
+
+def test_student_library_replays_the_course_and_refuses_other_calls(bundle, colab_kernel):
+    """In the Colab-like environment with the student wheel: a graded function gives the
+    full library's result for a call a notebook makes, says who writes it for any other
+    call, and inspect.getsource shows no implementation."""
+    from coursekit.training import memory as full
+
+    python, _ = colab_kernel
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--force-reinstall",
+                    "--no-deps", str(bundle / build.wheel_name(ROOT))], check=True)
+    # 02_memory_calculator, "the recipe decides": GPT-2 XL (1.5e9 parameters) in mixed
+    # precision with Adam, 16 B/param (Rajbhandari et al. 2020, §3.1) = 24 GB
+    expected = full.model_state_bytes(1.5e9, "mixed+adam").total
+    assert expected == 24e9
+    probe = (
+        "import inspect, json\n"
+        "from coursekit.training import memory as m\n"
+        "from coursekit.replay import NotInStudentLibrary\n"
+        "out = {'src': inspect.getsource(m.model_state_bytes)}\n"
+        "out['hit'] = m.model_state_bytes(1.5e9, 'mixed+adam').total\n"
+        "try:\n"
+        "    m.model_state_bytes(1.6e9, 'mixed+adam')\n"
+        "except NotInStudentLibrary as exc:\n"
+        "    out['miss'] = str(exc)\n"
+        "print(json.dumps(out))\n")
+    proc = subprocess.run([str(python), "-c", probe], capture_output=True, text=True,
+                          check=True, cwd=bundle)  # not the course root: its coursekit/
+    assert "site-packages" in subprocess.run(
+        [str(python), "-c", "import coursekit; print(coursekit.__file__)"], cwd=bundle,
+        capture_output=True, text=True, check=True).stdout
+    out = json.loads(proc.stdout)
+    assert out["hit"] == expected
+    assert "02_memory_calculator" in out["miss"] and "write yourself" in out["miss"]
+    assert "Use your own model_state_bytes" in out["miss"]
+    assert "return _replay_(" in out["src"] and "bytes_per_param" not in out["src"]

@@ -2,7 +2,8 @@
 without instructor tools.
 
 ``bundle(root, dest)`` writes ``dest/`` (``make student-bundle``: ``dist/student/``): every
-``release/<assignment>/`` folder, the student wheel, a student ``README.md``, an
+``release/<assignment>/`` folder, the student wheel (no implementation of a graded function:
+:mod:`coursekit.grading.studentlib`), a student ``README.md``, an
 ``index.html`` listing the notebooks (with "Open in Colab" links when
 ``[tool.coursekit] colab-github`` is set), and a ``jupyter/`` configuration directory. A JupyterLab started with :func:`lab_command` (what
 ``make student-lab`` runs) roots its file browser at ``dest/``, binds 127.0.0.1 with a token,
@@ -18,7 +19,6 @@ import html
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -93,20 +93,15 @@ def index_html(names, colab_github: str = "") -> str:
             "</body></html>\n")
 
 
-def build_wheel(root: Path, dest: Path) -> Path:
-    """The student wheel (the library only) into ``dest``."""
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                           "--no-build-isolation", "-w", str(dest), str(root)], cwd=dest,
-                          capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(f"pip wheel failed:\n{proc.stderr[-2000:]}")
-    wheel = Path(dest) / buildmod.wheel_name(root)
-    if not wheel.exists():
-        raise RuntimeError(f"pip wheel did not write {wheel.name}")
-    return wheel
+def build_wheel(root: Path, dest: Path, log=print) -> Path:
+    """The student wheel into ``dest``: the library with no implementation of a graded
+    function, its calls from the notebooks replayed (:mod:`coursekit.grading.studentlib`)."""
+    from . import studentlib
+
+    return studentlib.build_student_wheel(root, dest, log=log)
 
 
-def bundle(root: Path, dest: Path) -> Path:
+def bundle(root: Path, dest: Path, log=print) -> Path:
     """Write the student bundle ``dest`` from ``root`` (see the module docstring). A
     notebook already in ``dest`` is never replaced: a student's work is not overwritten."""
     root, dest = Path(root), Path(dest)
@@ -116,7 +111,7 @@ def bundle(root: Path, dest: Path) -> Path:
     for folder in sorted((root / "release").iterdir()):
         if folder.is_dir() and not (dest / folder.name).exists():
             shutil.copytree(folder, dest / folder.name)
-    build_wheel(root, dest)
+    build_wheel(root, dest, log=log)
     settings = buildmod.course_settings(root)
     url = buildmod.course_url(root)
     wheel = buildmod.wheel_name(root)
