@@ -55,6 +55,12 @@ def test_bundle_holds_only_what_students_need(bundle):
     wheel = zipfile.ZipFile(bundle / build.wheel_name(ROOT)).namelist()
     assert all(n.startswith(("coursekit/", "coursekit-")) for n in wheel)
     assert not [n for n in wheel if n.endswith((".ipynb", "nbgrader_config.py"))]
+    # no answer key of a graded item: 07's graded questions carry their format only
+    keys = json.loads(zipfile.ZipFile(bundle / build.wheel_name(ROOT)).read(
+        "coursekit/data/selfcheck_keys.json"))["questions"]
+    graded = [q for q in keys.values() if q["graded"]]
+    assert len(graded) >= 40
+    assert all((q["key"], q["hints"], q["explanation"]) == ("", [], "") for q in graded)
     index = (bundle / "index.html").read_text()
     for aid in ASSIGNMENTS:
         assert f'href="{aid}/{aid}.ipynb"' in index
