@@ -20,7 +20,7 @@
 # * Layer FLOPs follow Napkin 1.1: dense attention (no causal-mask halving); biases, softmax,
 #   norms and activations are left out (they grow like B·S·d, not B·S·d²).
 # * **MFU counts model FLOPs only** (forward + backward, no recomputation); HFU also counts
-#   recomputation. Both are fractions: return 0.115, not 11.5.
+#   recomputation. Both are fractions: return 0.25 for 25%, not 25.
 # * Units inside functions are SI: FLOPs, FLOP/s, seconds, watts, joules, US dollars.
 #   1 kWh = 3.6 × 10⁶ J; 1 day = 86,400 s. Printed numbers always carry their unit.
 
@@ -66,7 +66,7 @@ print(f"coursekit {coursekit.__version__}; V100 fp16 Tensor-Core peak: "
 # %%
 # Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
 my_prediction = None  # "attention" or "FFN"
-my_ffn_share  = None  # optional: the FFN's share of the layer's FLOPs, e.g. 0.5 for 50%
+my_ffn_share  = None  # optional: the FFN's share of the layer's FLOPs, a fraction between 0 and 1, not a percent
 sc.predict("nb01_p1_dominant", my_prediction)
 sc.predict("nb01_p1_ffn_share", my_ffn_share)
 
@@ -515,8 +515,8 @@ ck.case('corrected_FP16_cost', lambda: corrected_fp16_run(90, 220, 14.0, 50_000.
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# With a 2.44× throughput gain, the FP16 run takes **5.7 days and about $20,500**: it saves
-# 8.3 days and $29,500, not 5.6 days and $22,000. Either the throughput or the time/cost line
+# With a 2.44× throughput gain, your `corrected_fp16_run` saves far more than the 5.6 days and
+# $22,000 the chapter states. Either the throughput or the time/cost line
 # of Napkin 1.7 is wrong; the speedup the chapter itself repeats (Systems Perspective 1.2:
 # "2.4× speedup with mixed precision") is the one we grade. Always check that a time, a rate
 # and a bill describe the same run.

@@ -127,7 +127,7 @@ ck.case('static_memory_bytes_-1', lambda: static_memory_bytes(-1, RECIPES["fp32+
 
 # %%
 # Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
-my_prediction = None  # your guess, as a fraction (e.g. 0.5 for 50%)
+my_prediction = None  # your guess, as a fraction (between 0 and 1, not a percent)
 sc.predict("nb02_p2_attn_fraction", my_prediction)
 
 # %% [answer id=ex_activations]
@@ -340,7 +340,7 @@ for _dp in (1, 8, 64, 1024):
 
 # %% [answer id=ex_min_gpus]
 def min_gpus_to_fit(n_params, recipe, stage, gpu_bytes, activation_bytes=0, max_dp=4096):
-    """Smallest dp in 1..max_dp whose per-GPU memory fits gpu_bytes, or None."""
+    """Smallest dp (an int) in 1..max_dp whose per-GPU memory fits gpu_bytes, or None."""
     ### BEGIN SOLUTION
     for dp in range(1, max_dp + 1):
         if zero_memory_per_gpu(n_params, dp, stage, recipe) + activation_bytes <= gpu_bytes:
@@ -478,11 +478,13 @@ for _scale in (1, 2**10, 2**15):
 # Scaling the loss by $S$ scales every gradient by $S$ (the chain rule is linear), moving small
 # gradients into fp16's range; they are divided by $S$ again in fp32 before the update. Write
 # `loss_scale_for(min_grad)`: the smallest power of two $S = 2^j$ ($j \ge 0$) with
-# `min_grad * S` at least fp16's smallest normal number $2^{-14}$.
+# `min_grad * S` at least fp16's smallest normal number $2^{-14}$. Return it as an `int`
+# (1, 2, 4, ...), and raise `ValueError` when `min_grad` is not positive.
 
 # %% [answer id=ex_loss_scale]
 def loss_scale_for(min_grad):
-    """Smallest power of two S >= 1 with min_grad * S >= 2**-14. min_grad must be > 0."""
+    """Smallest power of two S >= 1 (an int) with min_grad * S >= 2**-14; ValueError if
+    min_grad <= 0."""
     ### BEGIN SOLUTION
     if min_grad <= 0:
         raise ValueError(f"min_grad must be > 0, got {min_grad}")

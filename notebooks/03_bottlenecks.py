@@ -96,7 +96,8 @@ ck.case('ridge_point_bandwidth_0', lambda: ridge_point(312e12, 0),
 
 # %% [answer id=ex_gemm_intensity]
 def gemm_intensity(m, k, n, bytes_per_value):
-    """Arithmetic intensity (FLOP/byte) of an (m x k) @ (k x n) product."""
+    """Arithmetic intensity (FLOP/byte) of an (m x k) @ (k x n) product; ValueError if a
+    size or bytes_per_value is not positive."""
     ### BEGIN SOLUTION
     if min(m, k, n) <= 0 or bytes_per_value <= 0:
         raise ValueError("m, k, n and bytes_per_value must be > 0")
@@ -147,7 +148,7 @@ ck.case('gemm_intensity_m_0', lambda: gemm_intensity(0, 4, 4, 2),
 
 # %%
 # Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
-my_prediction = None  # your guess, as a fraction of peak (e.g. 0.5)
+my_prediction = None  # your guess, as a fraction of peak (between 0 and 1)
 sc.predict("nb03_p2_attn_peak_fraction", my_prediction)
 
 # %% [answer id=ex_roofline partial]
@@ -199,8 +200,8 @@ ck.case('attainable_-1', lambda: attainable(-1, 312e12, 2.039e12),
 # %% [markdown]
 # ### The roofline, with the chapter's operations on it
 # The A100 and V100 roofs, and one GPT-2 XL layer's operations (Napkin 1.1 sizes) placed on the
-# A100 roof. The roof is drawn with **your** `attainable` when it works. Now switch to fp32: the
-# ridge drops to 9.6 FLOP/byte, and every operation's intensity halves (4-byte values).
+# A100 roof. The roof is drawn with **your** `attainable` when it works. Now switch to fp32:
+# watch where the ridge moves, and why every operation's intensity halves (4-byte values).
 
 # %%
 def _student_roof(intensity, accelerator, dtype):
@@ -264,12 +265,13 @@ for _s in (1024, 2048, 4096, 8192):
 
 # %%
 # Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
-my_prediction = None  # your guess, as a fraction (e.g. 0.5 for 50%)
+my_prediction = None  # your guess, as a fraction (between 0 and 1, not a percent)
 sc.predict("nb03_p3_utilization", my_prediction)
 
 # %% [answer id=ex_pipeline]
 def preprocessing_rate(n_workers, transform_time):
-    """Items per second from n_workers, each taking transform_time seconds per item."""
+    """Items per second from n_workers, each taking transform_time seconds per item;
+    ValueError if n_workers < 1 or transform_time <= 0."""
     ### BEGIN SOLUTION
     if n_workers < 1 or transform_time <= 0:
         raise ValueError("n_workers must be >= 1 and transform_time > 0")
@@ -278,7 +280,8 @@ def preprocessing_rate(n_workers, transform_time):
 
 
 def accelerator_utilization(pipeline_rate, compute_rate):
-    """Fraction of time the accelerator computes, given both rates in the same unit."""
+    """Fraction of time the accelerator computes, given both rates in the same unit;
+    ValueError if compute_rate <= 0 or pipeline_rate < 0."""
     ### BEGIN SOLUTION
     if compute_rate <= 0 or pipeline_rate < 0:
         raise ValueError("compute_rate must be > 0 and pipeline_rate >= 0")
@@ -310,7 +313,7 @@ ck.case('compute_rate_0', lambda: accelerator_utilization(200, 0),
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# The 2,000 images/s accelerator sits at **10%**: upgrading the most expensive component made the
+# The 2,000 images/s accelerator mostly waits: upgrading the most expensive component made the
 # system no faster. Example 1.1 (GPT-2) traces every stage for a batch of 32 × 1,024 tokens:
 
 # %%
@@ -431,7 +434,7 @@ viz.pipeline_explorer(accelerator_utilization)
 
 # %%
 # Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
-my_batch97  = None  # your guess, as a fraction (e.g. 0.5 for 50%)
+my_batch97  = None  # your guess, as a fraction (between 0 and 1, not a percent)
 my_batch100 = None  # your guess, as a fraction
 sc.predict("nb03_p5_warp97", my_batch97)
 sc.predict("nb03_p5_warp100", my_batch100)
@@ -476,8 +479,8 @@ viz.plot_warp_sawtooth(200, 32, util_fn=warp_utilization)
 plt.show()
 
 # %% [markdown]
-# The sawtooth never falls below 50% after the first warp, but it falls to just above 50% right
-# after each multiple of 32. Self-Check 3's team saw 92% at batch 32 and 71% at 33: the second
+# After the first warp the sawtooth never falls below one half, but it drops to just over half
+# right after each multiple of 32. Self-Check 3's team saw 92% at batch 32 and 71% at 33: the second
 # warp is almost empty. Choose batch sizes and hidden dimensions that are multiples of 32 or 64.
 #
 # ## Part 6 · Diagnosis: from profiler signals to a label and a fix
@@ -666,7 +669,7 @@ viz.roofline_explorer(_student_roof)
 # %% [markdown]
 # ## Summary
 # * Arithmetic intensity against the ridge point decides memory- vs compute-bound; precision
-#   moves the ridge (9.6 FLOP/byte at fp32, 153 at bf16 on an A100).
+#   moves the ridge (an A100's fp32 ridge sits far left of its bf16 one).
 # * Element-wise ops, norms, softmax and materialized attention are memory-bound; large GEMMs are
 #   compute-bound; FlashAttention removes the $S^2$ bytes, not the FLOPs.
 # * A pipeline runs at its slowest stage; an accelerator fed at 20% of its rate is 80% idle, and

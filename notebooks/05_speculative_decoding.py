@@ -545,11 +545,11 @@ plt.show()
 #
 # $$\frac{s + E\,e\,\bigl(1 - (1 - t/E)^k\bigr)}{s + t\,e}.$$
 #
-# **Predict:** for Mixtral at k = 5, is this ratio about 1, 2.8, or 8?
+# **Predict:** for Mixtral at k = 5, is this ratio about 1, 3 or 8?
 
 # %%
 # Your prediction (ungraded; a wrong guess is fine): replace None and run for instant feedback.
-my_prediction = None  # your guess for the ratio: 1, 2.8 or 8?
+my_prediction = None  # your guess for the ratio: 1, 3 or 8?
 sc.predict("nb05_p9_moe_ratio", my_prediction)
 
 # %% [answer id=ex_moe]
@@ -583,7 +583,7 @@ ck.case('64_experts_top_6_k_4', lambda: moe_verify_ratio(4, 64, 6, 671e9, 37e9),
 
 # %% [markdown]
 # **Predict and verify:** with a dense draft at c = 0.1 and α = 0.8, the best k for a *dense*
-# 13B target is 6 (speedup 2.47×, Part 6). For the Mixtral target, where the verifying pass
+# 13B target is 6 (Part 6 computed its speedup). For the Mixtral target, where the verifying pass
 # costs `moe_verify_ratio(k, …)` target passes instead of 1, is the best k `"smaller"`,
 # `"the same"` or `"larger"`? Decide first, then run the next cell to check.
 
@@ -617,7 +617,7 @@ for _k in range(1, 7):
 
 # %% [markdown]
 # At batch 1 the answer to Check 2 needs a caveat: speculative decoding still helps Mixtral
-# (1.64× at k = 1), but much less than a dense model of the same active size (2.47×), and the
+# (1.64× at k = 1), but much less than a dense model of the same active size (Part 6), and the
 # best draft is short, because verification is no longer nearly free. At large batch sizes
 # every expert is read anyway, and the gap closes. The lesson's other point stands: the draft
 # must imitate a model whose experts hold specialised knowledge, which tends to lower α.

@@ -260,7 +260,8 @@ sc.predict("nb06_p4_continuous_share", my_prediction)
 
 # %% [answer id=ex_continuous_sim]
 def simulate_continuous_steps(lengths, batch_size):
-    """Continuous batching in the token-step model; same dict as simulate_static_steps.
+    """Continuous batching in the token-step model; same dict as simulate_static_steps
+    (total_steps and each latency an int).
 
     Raise ValueError for an empty queue, a length < 1 or batch_size < 1.
     """
@@ -547,7 +548,7 @@ sc.predict("nb06_p6_kv_sequences", my_prediction)
 
 # %% [answer id=ex_kv_sequences]
 def max_sequences(kv_capacity_bytes, kv_bytes_per_token, seq_len, block_size=16):
-    """Sequences of seq_len tokens whose KV blocks fit in kv_capacity_bytes at once.
+    """Sequences of seq_len tokens (an int) whose KV blocks fit in kv_capacity_bytes at once.
 
     Raise ValueError for seq_len < 1, block_size < 1 or kv_bytes_per_token <= 0.
     """

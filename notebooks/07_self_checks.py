@@ -38,7 +38,7 @@ from coursekit.grading import selfcheck as sc
 # - **D** dataset size, because fewer examples are needed
 #
 # **sc1_q3.** Free response turned numeric (small-batch debugging, Q3). A debug run at batch 4 with no prefetching spends 30 ms per step in compute and 45 ms in un-overlapped data loading, transfer and kernel launches. The team buys a GPU with 2× the peak (compute drops to 15 ms, the rest is unchanged). What step-time speedup do they actually get? (The simplified iron law predicts 2.)
-# *Answer unit: × (ratio).*
+# *Answer unit: × (ratio); 3 significant digits are enough.*
 #
 # **sc1_q4.** True or False: buying an accelerator with 2× the advertised TFLOP/s roughly doubles realized utilization η_hw.
 #
@@ -88,7 +88,7 @@ ck.case('sc1_q2', lambda: sc1_q2, expect=ck.exactly('B'), name='sc1_q2')
 sc.require_format('sc1_q3', sc1_q3)
 ### BEGIN HIDDEN TESTS
 # recomputed: (30+45)/(15+45) = 1.25 (scenario numbers stated in the item)
-ck.case('sc1_q3', lambda: sc1_q3, expect=ck.approx(1.25, rel=0.001), name='sc1_q3')
+ck.case('sc1_q3', lambda: sc1_q3, expect=ck.approx(1.25, rel=0.005), name='sc1_q3')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc1_q4 points=1]
@@ -126,7 +126,7 @@ sc.widget('sc1_q3_reflect')
 # - **D** matrix-vector cannot run on GPUs without the CPU
 #
 # **sc2_q2.** Free response turned numeric (Q2). A 7-billion-parameter model on 80 GB accelerators already uses 64 GB for weights, gradients and activations. How many bytes of optimizer state does Adam add (two FP32 moments per parameter)?
-# *Answer unit: bytes.*
+# *Answer unit: bytes; 3 significant digits are enough.*
 #
 # **sc2_q3.** Why do activations often dominate the training memory budget?
 #
@@ -175,7 +175,7 @@ ck.case('sc2_q1', lambda: sc2_q1, expect=ck.exactly('C'), name='sc2_q1')
 sc.require_format('sc2_q2', sc2_q2)
 ### BEGIN HIDDEN TESTS
 # recomputed: 2 x 4 B x 7e9 = 56e9 B (matches the 002 key's 56 GB)
-ck.case('sc2_q2', lambda: sc2_q2, expect=ck.approx(56000000000.0, rel=0.001), name='sc2_q2')
+ck.case('sc2_q2', lambda: sc2_q2, expect=ck.approx(56000000000.0, rel=0.005), name='sc2_q2')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc2_q3 points=1]
@@ -228,7 +228,7 @@ sc.widget('sc2_q2_reflect')
 # - **D** the minimum of the three (preprocessing): parallelize preprocessing first
 #
 # **sc3_q3.** Free response turned numeric (CPU tokenization, Q3), with the chapter's Example 1.1 numbers: 32 × 1024 tokens per step, one CPU core tokenizing 500,000 tokens/s, a 262,144-byte batch over a 15.75 GB/s PCIe link, and an 84.4 ms accelerator step. Without any overlap (tokenize, copy, compute, repeat), what fraction of wall-clock time is the GPU busy?
-# *Answer unit: fraction (0-1).*
+# *Answer unit: fraction (0-1); 3 significant digits are enough.*
 #
 # **sc3_q4.** Batch 32 gives 92% GPU utilization, batch 33 gives 71%, same hardware. Most likely cause?
 #
@@ -283,7 +283,7 @@ ck.case('sc3_q2', lambda: sc3_q2, expect=ck.exactly('D'), name='sc3_q2')
 sc.require_format('sc3_q3', sc3_q3)
 ### BEGIN HIDDEN TESTS
 # recomputed: 84.4 / (32768/5e5*1e3 + 262144/15.75e9*1e3 + 84.4) = 0.56284
-ck.case('sc3_q3', lambda: sc3_q3, expect=ck.approx(0.56284, rel=0.002), name='sc3_q3')
+ck.case('sc3_q3', lambda: sc3_q3, expect=ck.approx(0.56284, rel=0.005), name='sc3_q3')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc3_q4 points=1]
@@ -321,7 +321,7 @@ sc.widget('sc3_q3_reflect')
 # - **D** MFU counts only useful model FLOPs; busy time also counts padding, recomputation and stalled kernels
 #
 # **sc4_q1_mfu.** Predict, then verify (MFU by Def 1.4). A 1e9-parameter model trains on 524,288 tokens per step on 8 A100s (312 TFLOP/s dense BF16 each) at 2.0 s per step. What is its MFU?
-# *Answer unit: fraction (0-1).*
+# *Answer unit: fraction (0-1); 3 significant digits are enough.*
 #
 # **sc4_q2.** GPU activity drops to near zero for tens of ms at a time while CPU data loading is busy and HBM bandwidth is low. Which D·A·M class?
 #
@@ -366,7 +366,7 @@ ck.case('sc4_q1', lambda: sc4_q1, expect=ck.exactly('D'), name='sc4_q1')
 sc.require_format('sc4_q1_mfu', sc4_q1_mfu)
 ### BEGIN HIDDEN TESTS
 # recomputed: 6*1e9*524288/(8*312e12*2.0) = 0.6301538
-ck.case('sc4_q1_mfu', lambda: sc4_q1_mfu, expect=ck.approx(0.630154, rel=0.001), name='sc4_q1_mfu')
+ck.case('sc4_q1_mfu', lambda: sc4_q1_mfu, expect=ck.approx(0.630154, rel=0.005), name='sc4_q1_mfu')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc4_q2 points=1]
@@ -412,7 +412,7 @@ sc.widget('sc4_q3_reflect')
 # - **D** FlashAttention
 #
 # **sc5_q2.** Free response turned numeric (prefetching, Q2). Fetch takes 20 ms, preprocessing 30 ms, host-to-device transfer 5 ms and compute 50 ms per batch, each stage on its own hardware. What speedup does a deep enough prefetch buffer give over the serial loop?
-# *Answer unit: × (ratio).*
+# *Answer unit: × (ratio); 3 significant digits are enough.*
 #
 # **sc5_q3.** Why does mixed precision keep master weights and some reductions in FP32?
 #
@@ -436,7 +436,7 @@ sc.widget('sc4_q3_reflect')
 # - **D** AdamW + cosine annealing
 #
 # **sc5_q6.** Free response turned numeric (iterate after a win, Q6). In the chapter's GPT-2 pipeline (Example 1.1) tokenization takes 65.536 ms per batch on one core and is already overlapped with an 84.4 ms accelerator step. Mixed precision cuts compute time by 38%. What end-to-end speedup does the team actually see?
-# *Answer unit: × (ratio).*
+# *Answer unit: × (ratio); 3 significant digits are enough.*
 
 # %% [answer id=ans_sc5 partial]
 sc5_q1 = None  # a letter: "A", "B", "C" or "D"
@@ -477,7 +477,7 @@ ck.case('sc5_q1', lambda: sc5_q1, expect=ck.exactly('A'), name='sc5_q1')
 sc.require_format('sc5_q2', sc5_q2)
 ### BEGIN HIDDEN TESTS
 # recomputed: 105/50 = 2.1 (scenario numbers stated in the item)
-ck.case('sc5_q2', lambda: sc5_q2, expect=ck.approx(2.1, rel=0.001), name='sc5_q2')
+ck.case('sc5_q2', lambda: sc5_q2, expect=ck.approx(2.1, rel=0.005), name='sc5_q2')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc5_q3 points=1]
@@ -509,7 +509,7 @@ ck.case('sc5_q5', lambda: sc5_q5, expect=ck.exactly('C'), name='sc5_q5')
 sc.require_format('sc5_q6', sc5_q6)
 ### BEGIN HIDDEN TESTS
 # recomputed: 84.4/max(65.536, 84.4*0.62) = 1.287842
-ck.case('sc5_q6', lambda: sc5_q6, expect=ck.approx(1.28784, rel=0.001), name='sc5_q6')
+ck.case('sc5_q6', lambda: sc5_q6, expect=ck.approx(1.28784, rel=0.005), name='sc5_q6')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -538,7 +538,7 @@ sc.widget('sc5_q2_reflect')
 # - **D** it stores the whole dataset on each node
 #
 # **sc6_q3.** Free response turned numeric (communication tax, Q3). The 1.5B model's BF16 gradients (3e9 bytes) are ring-AllReduced across 8 A100s over NVLink at 300 GB/s per direction (latency ignored). How long does one AllReduce take?
-# *Answer unit: s.*
+# *Answer unit: s; 3 significant digits are enough.*
 #
 # **sc6_q4.** 70B parameters in FP16 need about 140 GB for weights alone; the largest accelerator has 80 GB. Which hard limit forces multi-device training?
 #
@@ -599,7 +599,7 @@ ck.case('sc6_q2', lambda: sc6_q2, expect=ck.exactly('B'), name='sc6_q2')
 sc.require_format('sc6_q3', sc6_q3)
 ### BEGIN HIDDEN TESTS
 # recomputed: 2*(7/8)*3e9/300e9 = 0.0175 s (A100 NVLink 600 GB/s total)
-ck.case('sc6_q3', lambda: sc6_q3, expect=ck.approx(0.0175, rel=0.001), name='sc6_q3')
+ck.case('sc6_q3', lambda: sc6_q3, expect=ck.approx(0.0175, rel=0.005), name='sc6_q3')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc6_q4 points=1]
@@ -644,7 +644,7 @@ sc.widget('sc6_q3_reflect')
 # - **D** activation checkpointing prevents communication
 #
 # **sc7_q3.** Free response turned numeric (hyperparameter transfer, Q3). A run tuned at batch 512 with learning rate 0.1 moves to batch 4096. What learning rate does the linear scaling rule suggest (before warmup and critical-batch caveats)?
-# *Answer unit: (dimensionless).*
+# *Answer unit: (dimensionless); 3 significant digits are enough.*
 #
 # **sc7_q4.** Which mistake is especially common when teams optimize only the accelerator side and skip end-to-end profiling?
 #
@@ -690,7 +690,7 @@ ck.case('sc7_q2', lambda: sc7_q2, expect=ck.exactly('C'), name='sc7_q2')
 sc.require_format('sc7_q3', sc7_q3)
 ### BEGIN HIDDEN TESTS
 # recomputed: 0.1*4096/512 = 0.8
-ck.case('sc7_q3', lambda: sc7_q3, expect=ck.approx(0.8, rel=1e-06), name='sc7_q3')
+ck.case('sc7_q3', lambda: sc7_q3, expect=ck.approx(0.8, rel=0.005), name='sc7_q3')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc7_q4 points=1]
@@ -720,7 +720,7 @@ sc.widget('sc7_q3_reflect')
 # - **D** reduce model size first
 #
 # **sc8_q2.** Free response turned numeric (single-machine techniques, Q2). Full activation checkpointing recomputes the forward pass once during backward. Counting forward = 2N and backward = 4N FLOPs per token, what fraction of extra compute does that add to a training step?
-# *Answer unit: fraction.*
+# *Answer unit: fraction; 3 significant digits are enough.*
 #
 # **sc8_q3.** MFU rises from 30% to 60% on a 1024-GPU run, R_peak and dataset unchanged. How does this propagate?
 #
@@ -756,7 +756,7 @@ ck.case('sc8_q1', lambda: sc8_q1, expect=ck.exactly('B'), name='sc8_q1')
 sc.require_format('sc8_q2', sc8_q2)
 ### BEGIN HIDDEN TESTS
 # recomputed: 2/(2+4) = 0.3333
-ck.case('sc8_q2', lambda: sc8_q2, expect=ck.approx(0.3333333333333333, rel=0.001), name='sc8_q2')
+ck.case('sc8_q2', lambda: sc8_q2, expect=ck.approx(0.3333333333333333, rel=0.005), name='sc8_q2')
 ### END HIDDEN TESTS
 
 # %% [test id=test_sc8_q3 points=1]
@@ -781,10 +781,10 @@ sc.widget('sc8_q2_reflect')
 # **l1_fits.** Check 1. A 30B dense model, 4 A100-80GB. Can *any* combination of data, tensor and pipeline parallelism (or ZeRO-3) hold its model state (12 B/param) on these 4 GPUs?
 #
 # **l1_min_gpus.** Check 1, continued. What is the smallest number of A100-80GB GPUs whose total memory holds the 30B model's state (perfect sharding, no activations)?
-# *Answer unit: GPUs.*
+# *Answer: a whole number (an int) of GPUs.*
 #
 # **l2_weights.** Check 2. Mixtral 8x7B (47B total parameters, 13B active per token) is served in BF16. How many bytes do its weights occupy?
-# *Answer unit: bytes.*
+# *Answer unit: bytes; 3 significant digits are enough.*
 
 # %% [answer id=ans_lesson partial]
 l1_fits = None  # True or False
@@ -839,7 +839,7 @@ ck.case('l1_min_gpus', lambda: l1_min_gpus, expect=ck.exactly(5), name='l1_min_g
 sc.require_format('l2_weights', l2_weights)
 ### BEGIN HIDDEN TESTS
 # recomputed: 47e9*2 = 94e9 B (lesson 003: 47B total, 13B active)
-ck.case('l2_weights', lambda: l2_weights, expect=ck.approx(94000000000.0, rel=0.001), name='l2_weights')
+ck.case('l2_weights', lambda: l2_weights, expect=ck.approx(94000000000.0, rel=0.005), name='l2_weights')
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -854,19 +854,19 @@ sc.widget('l2_reflect')
 # **Recap.** Predict each number first, then run the verification cell under it.
 #
 # **m1_bytes.** Misconception 1: 'parallelism is just data parallelism'. Model state of a 70B model at 12 B/param, which data parallelism must replicate on every GPU?
-# *Answer unit: bytes.*
+# *Answer unit: bytes; 3 significant digits are enough.*
 #
 # **m2_allreduces.** Misconception 2: 'tensor and pipeline parallelism are the same'. A 48-layer model with Megatron tensor parallelism does 2 all-reduces per layer in the forward pass. How many per forward pass? (A 4-stage pipeline does 3 point-to-point activation sends.)
-# *Answer unit: all-reduces.*
+# *Answer: a whole number (an int) of all-reduces.*
 #
 # **m3_speedup.** Misconception 3: 'speculative decoding is fast because the small model is fast'. Draft length k = 5, the draft costs c = 0.2 of a target forward pass (the lesson's '~5× faster'), and the target accepts *no* draft token (α = 0). What is the walltime speedup over plain decoding?
-# *Answer unit: × (ratio).*
+# *Answer unit: × (ratio); 3 significant digits are enough.*
 #
 # **m4_flops.** Misconception 4: 'GPUs in one machine communicate fast'. Moving 1 GB over A100 NVLink at 300 GB/s per direction (600 GB/s both directions), how many FLOPs could the A100 (312 TFLOP/s) have done meanwhile?
-# *Answer unit: FLOPs.*
+# *Answer unit: FLOPs; 3 significant digits are enough.*
 #
 # **m5_util.** Misconception 5: 'continuous batching is just a bigger batch'. Static batch of 8 requests with output lengths [20, 45, 200, 15, 80, 150, 30, 200] tokens runs until the longest finishes. What fraction of slot-steps does useful work?
-# *Answer unit: fraction (0-1).*
+# *Answer unit: fraction (0-1); 3 significant digits are enough.*
 
 # %% [answer id=ans_mis]
 m1_bytes = None  # a number in bytes
@@ -891,7 +891,7 @@ sc.show_all({'m1_bytes': m1_bytes, 'm2_allreduces': m2_allreduces, 'm3_speedup':
 sc.require_format('m1_bytes', m1_bytes)
 ### BEGIN HIDDEN TESTS
 # recomputed: 70e9*12 = 840e9 B (lesson 003 misconception 1)
-ck.case('m1_bytes', lambda: m1_bytes, expect=ck.approx(840000000000.0, rel=0.001), name='m1_bytes')
+ck.case('m1_bytes', lambda: m1_bytes, expect=ck.approx(840000000000.0, rel=0.005), name='m1_bytes')
 ### END HIDDEN TESTS
 
 # %% [test id=test_m2_allreduces points=1]
@@ -907,7 +907,7 @@ ck.case('m2_allreduces', lambda: m2_allreduces, expect=ck.exactly(96), name='m2_
 sc.require_format('m3_speedup', m3_speedup)
 ### BEGIN HIDDEN TESTS
 # recomputed: 1/(5*0.2+1) = 0.5 (Leviathan et al. 2023, Eq. for speedup)
-ck.case('m3_speedup', lambda: m3_speedup, expect=ck.approx(0.5, rel=0.001), name='m3_speedup')
+ck.case('m3_speedup', lambda: m3_speedup, expect=ck.approx(0.5, rel=0.005), name='m3_speedup')
 ### END HIDDEN TESTS
 
 # %% [test id=test_m4_flops points=1]
@@ -915,7 +915,7 @@ ck.case('m3_speedup', lambda: m3_speedup, expect=ck.approx(0.5, rel=0.001), name
 sc.require_format('m4_flops', m4_flops)
 ### BEGIN HIDDEN TESTS
 # recomputed: 312e12*1e9/300e9 = 1.04e12 (course convention: per direction)
-ck.case('m4_flops', lambda: m4_flops, expect=ck.approx(1040000000000.0, rel=0.001), name='m4_flops')
+ck.case('m4_flops', lambda: m4_flops, expect=ck.approx(1040000000000.0, rel=0.005), name='m4_flops')
 ### END HIDDEN TESTS
 
 # %% [test id=test_m5_util points=1]
@@ -923,7 +923,7 @@ ck.case('m4_flops', lambda: m4_flops, expect=ck.approx(1040000000000.0, rel=0.00
 sc.require_format('m5_util', m5_util)
 ### BEGIN HIDDEN TESTS
 # recomputed: 740/1600 = 0.4625
-ck.case('m5_util', lambda: m5_util, expect=ck.approx(0.4625, rel=0.0001), name='m5_util')
+ck.case('m5_util', lambda: m5_util, expect=ck.approx(0.4625, rel=0.005), name='m5_util')
 ### END HIDDEN TESTS
 
 # %% [markdown]

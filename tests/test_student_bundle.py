@@ -28,6 +28,7 @@ from nbclient import NotebookClient
 
 from coursekit.grading import build, student, studentlib
 
+from . import test_answer_leaks
 from .conftest import ROOT
 
 ASSIGNMENTS = build.assignments(ROOT)
@@ -136,6 +137,11 @@ def test_release_notebook_runs_like_colab(aid, bundle, served, colab_kernel, mon
         if errors and "raises-exception" not in cell.metadata.get("tags", []):
             unexpected.append((i, errors[0]["ename"], errors[0]["evalue"][:200]))
     assert unexpected == [], unexpected
+    # what the student reads after running the notebook prints no hidden answer (issue #15;
+    # 07's quiz answers are short numbers such as 1.25, checked by test_selfcheck_keys.py)
+    path = ROOT / "notebooks" / f"{aid}.py"
+    if path in test_answer_leaks.NOTEBOOKS:
+        assert test_answer_leaks.leaks(path, test_answer_leaks.executed_cells(nb)) == []
     code = [c for c in nb.cells if c.cell_type == "code"]
     stubs = sum(any(o.get("output_type") == "error" for o in c.outputs) for c in code)
     print(f"\n{aid}: setup cell installed coursekit from {served} without a word from pip; "

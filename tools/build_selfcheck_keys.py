@@ -53,9 +53,16 @@ def O(qid, answer, text, *, hints, explanation, source, var=None):
                 explanation=explanation, source=source, var=var or qid, prompt=text)
 
 
+SIG3_REL = 5e-3
+"""Relative tolerance of a non-integer graded number: 3 significant digits, rounded."""
+
+
 def N(qid, answer, text, *, unit, rel, hints, explanation, source, var=None, integer=False,
       given=False):
-    """A numeric item; ``integer`` items are graded exactly, others with ``rel``."""
+    """A numeric item; ``integer`` items are graded exactly, others with ``rel``, at least
+    the 0.5% that any answer written to the 3 significant digits the prompt asks for meets
+    (issue #15: no precision is demanded that the prompt does not state)."""
+    rel = rel if integer else max(rel, SIG3_REL)
     return dict(qid=qid, kind="number", answer=answer, text=text, unit=unit, rel=rel,
                 hints=hints, explanation=explanation, source=source, var=var or qid,
                 prompt=text, integer=integer, given=given)
@@ -1041,8 +1048,10 @@ def notebook_py() -> str:
                 body += [f"- **{L_}** {t}" for L_, t in zip(ABCD, it["options"])]
             elif it["kind"] == "label":
                 body.append(f"Answer with one of: {', '.join('`' + x + '`' for x in it['labels'])}.")
+            elif it["kind"] == "number" and it.get("integer"):
+                body.append(f"*Answer: a whole number (an int) of {it['unit']}.*")
             elif it["kind"] == "number":
-                body.append(f"*Answer unit: {it['unit']}.*")
+                body.append(f"*Answer unit: {it['unit']}; 3 significant digits are enough.*")
             body.append("")
         out += ["# %% [markdown]", *_md("\n".join(body).rstrip()), ""]
         tag = f"[answer id=ans_{sec['id']}{' partial' if sec['partial'] else ''}]"
