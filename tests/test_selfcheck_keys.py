@@ -61,8 +61,8 @@ def _wrong_answers(it):
     return [a * (1 + 5 * it["rel"]), a * (1 - 5 * it["rel"]), -a, 0.0, a * 2]
 
 
-PRACTICE = [it for it in ITEMS if it["qid"] in BUILD.UNGRADED]
-GRADED_IDS = [it["qid"] for it in GRADED]
+PRACTICE = [it for it in ITEMS if it["qid"] in BUILD.UNGRADED | BUILD.COMPLETION]
+GRADED_IDS = [it["qid"] for it in GRADED if it["qid"] not in BUILD.COMPLETION]
 
 
 @pytest.mark.parametrize("qid", [it["qid"] for it in PRACTICE])
@@ -206,7 +206,10 @@ def test_notebook_points_and_cells():
         cell = tests[f"test_{it['qid']}"]
         hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1]
         assert it["var"] in hidden and "#" in hidden  # literal answer with its source comment
-        assert "ck.approx(" in hidden or "ck.exactly(" in hidden
+        if it["qid"] in BUILD.COMPLETION:  # prediction locks: graded on completion
+            assert "ck.satisfies(lambda value: " in hidden
+        else:
+            assert "ck.approx(" in hidden or "ck.exactly(" in hidden
         assert "==" not in hidden
     answers = [c for c in cells if c.kind == "answer"]
     assert 0 < sum(c.partial for c in answers) < len(answers)
@@ -298,3 +301,35 @@ def test_release_notebook_has_no_answers():
     outputs = json.dumps([c.get("outputs", []) for c in nb.cells])
     assert leaks(text) == []
     assert leaks(outputs) == []
+
+
+@pytest.mark.parametrize("qid", sorted(BUILD.COMPLETION))
+def test_prediction_locks_are_graded_on_completion(qid):
+    """Every answer in the asked form earns the lock's point (issue #15: grading a guess on
+    correctness punishes honesty); a wrong prediction still gets instant feedback."""
+    from coursekit.grading import verdicts
+
+    it = next(i for i in ITEMS if i["qid"] == qid)
+    cell = next(c for c in parse(read_py(NOTEBOOK)) if c.grade_id == f"test_{qid}")
+    (case,) = cell.cases
+    forms = [True, False] if it["kind"] == "bool" else list(it["labels"])
+    for value in forms:
+        assert verdicts.compare(case["expect"], {"outcome": "value", "value": value}), value
+    for bad in (None, 1, "maybe"):
+        assert not verdicts.compare(case["expect"], {"outcome": "value", "value": bad}), bad
+    wrong = next(v for v in forms if v != it["answer"])
+    assert sc.check(qid, wrong).correct is False and sc.check(qid, it["answer"]).correct
+
+
+def test_multiple_choice_options_do_not_give_the_answer_away():
+    """Issue #15: the correct option was the longest in 25 of 25 items. Now at most a
+    quarter of the items (chance) has it strictly longest, and no option is more than 1.5x
+    the length of another in the same item."""
+    choice = [it for it in ITEMS if it["kind"] == "choice"]
+    longest = 0
+    for it in choice:
+        lengths = [len(o) for o in it["options"]]
+        right = lengths["ABCD".index(it["answer"])]
+        longest += right == max(lengths) and lengths.count(right) == 1
+        assert max(lengths) <= 1.5 * min(lengths), (it["qid"], lengths)
+    assert len(choice) >= 20 and longest <= len(choice) // 4, longest

@@ -90,9 +90,12 @@ SECTIONS = [
               "A 1024-GPU run already overlaps PCIe transfers and AllReduce with compute and "
               "measures 38% MFU. Which iron-law lever is the most actionable next target?",
               ["utilization η_hw (memory stalls, launch overhead, sync slack a profiler can "
-               "localize)", "peak throughput R_peak (buy newer accelerators)",
-               "total operations O (the only term left once overlap is achieved)",
-               "dataset size (shrinking it is equivalent to raising η_hw)"],
+               "localize)",
+               "peak throughput R_peak (38% MFU means the chips are too slow: buy newer "
+               "accelerators)",
+               "total operations O (once transfers are overlapped, only the FLOP count is left "
+               "to cut)",
+               "dataset size (shrinking it raises η_hw, since each epoch then finishes sooner)"],
               hints=["Overlap has already been achieved; which term measures how close the "
                      "system gets to the ceiling it already has?"],
               explanation=("A. With data and communication overlapped, the remaining gap "
@@ -104,10 +107,10 @@ SECTIONS = [
             C("sc1_q2", "B",
               "Switching from FP32 to mixed precision (Tensor Cores), nothing else changed, "
               "most directly targets which term?",
-              ["η_hw, because mixed precision only removes data stalls",
+              ["η_hw, because its only effect is removing input-pipeline stalls on the host CPU",
                "R_peak, because reduced precision raises the achievable FLOP/s ceiling",
-               "O, because lower precision removes layers",
-               "dataset size, because fewer examples are needed"],
+               "O, because 16-bit arithmetic halves the number of FLOPs each layer performs",
+               "dataset size, because 16-bit gradients converge on fewer training examples"],
               hints=["Compare the datasheet's FP32 and BF16 peaks of the same chip."],
               explanation=("B. Tensor-Core BF16/FP16 peaks are far above the FP32 path "
                            "(A100: 312 vs 19.5 TFLOP/s dense), so the ceiling R_peak moves; "
@@ -141,8 +144,12 @@ SECTIONS = [
               source="002 Self-Check 1 Q4 key: False"),
             C("sc1_q5", "D",
               "Why did η_hw become a more critical engineering concern by the GPT-3 era?",
-              ["datasets became smaller", "training stopped depending on matrix multiplication",
-               "peak throughput became irrelevant once Tensor Cores appeared",
+              ["datasets became smaller after aggressive filtering, so every token had to be "
+               "processed at peak speed",
+               "training stopped being dominated by matrix multiplication, so Tensor Cores sat "
+               "idle unless η_hw was tuned",
+               "peak throughput became irrelevant once Tensor Cores appeared, leaving η_hw as "
+               "the only term in the iron law",
                "runs used thousands of accelerators, so each point of inefficiency cost "
                "millions of dollars and weeks"],
               hints=["Multiply a 1% inefficiency by the fleet size and the run length."],
@@ -175,10 +182,14 @@ SECTIONS = [
             C("sc2_q1", "C",
               "Why do batched matrix-matrix operations dominate accelerator design more than "
               "matrix-vector operations?",
-              ["they eliminate activation storage", "matrix-vector needs more total memory",
+              ["they eliminate activation storage, because a batched product's output can be "
+               "recomputed from the weights alone",
+               "matrix-vector products need more total memory than matrix-matrix products of "
+               "the same size, so they overflow caches",
                "they expose much more work per byte loaded (high arithmetic intensity), so "
                "thousands of compute units can approach peak",
-               "matrix-vector cannot run on GPUs without the CPU"],
+               "matrix-vector products cannot run on GPU Tensor Cores at all, so each one must "
+               "be shipped back to the host CPU to execute"],
               hints=["Count FLOPs per byte loaded for an n×n·n×n product and an n×n·n product."],
               explanation=("C. An n×n by n×n product does 2n³ FLOPs on ~3n² values (O(n) "
                            "FLOP/byte); a matrix-vector product does 2n² FLOPs on ~n² values "
@@ -200,10 +211,14 @@ SECTIONS = [
               source="recomputed: 2 x 4 B x 7e9 = 56e9 B (matches the 002 key's 56 GB)"),
             C("sc2_q3", "A",
               "Why do activations often dominate the training memory budget?",
-              ["every layer's activations stay resident from forward to backward, so they "
-               "scale with depth and batch while parameters are fixed",
-               "activations are stored in FP64", "activations include the raw dataset",
-               "optimizer state is counted as activations"],
+              ["every layer's activations stay resident from forward to backward, so they scale "
+               "with depth and batch while parameters are fixed",
+               "activations are always stored in FP64 for backward-pass accuracy, so each value "
+               "costs four times the bytes of a BF16 weight",
+               "activations include a resident copy of the raw training dataset, which the "
+               "framework keeps on the accelerator all epoch",
+               "frameworks count Adam's optimizer moments as activations, so activation memory "
+               "is really the two FP32 moments per parameter"],
               hints=["What does the backward pass need from the forward pass, and for how long?"],
               explanation=("A. Backpropagation needs each layer's saved activations, so they "
                            "persist across the whole forward-backward arc and grow with depth "
@@ -220,10 +235,10 @@ SECTIONS = [
             C("sc2_q5", "B",
               "On an A100 (ridge point near 156 FLOP/byte) a fused LayerNorm+softmax kernel "
               "runs at about 5 FLOP/byte. Which optimization family moves it toward the roof?",
-              ["a newer accelerator with 2× the peak FP16 TFLOP/s",
+              ["a newer accelerator with 2× the peak FP16 TFLOP/s and the same HBM",
                "reduce data movement: fusion, tiling, lower-precision storage",
-               "double the batch with the kernels unchanged",
-               "switch the optimizer from Adam to SGD"],
+               "double the batch size with the kernels unchanged, to amortize each load",
+               "switch the optimizer from Adam to SGD to free HBM bandwidth"],
               hints=["Is 5 FLOP/byte left or right of the ridge point? What limits a kernel "
                      "on that side?"],
               explanation=("B. At 5 FLOP/byte the kernel reaches at most 5/156 ≈ 3% of peak "
@@ -257,11 +272,14 @@ SECTIONS = [
         items=[
             C("sc3_q1", "A",
               "Which subsystems describe the chapter's training-system architecture?",
-              ["data pipeline, training loop, evaluation pipeline (distinct resource "
-               "demands, so bottlenecks are diagnosed at their boundaries)",
-               "storage controller, compiler pass, inference server",
-               "optimizer-state manager, scheduler daemon, checkpoint restorer",
-               "tokenizer, hyperparameter tuner, deployment gateway"],
+              ["data pipeline, training loop, evaluation pipeline (distinct resource demands, "
+               "so bottlenecks are diagnosed at their boundaries)",
+               "storage controller, graph compiler pass, inference server (each pinned to its "
+               "own hardware tier, so each is profiled in isolation)",
+               "optimizer-state manager, cluster scheduler daemon, checkpoint restorer (the "
+               "three services a framework runs beside the model)",
+               "tokenizer, hyperparameter tuner, deployment gateway (the stages every model "
+               "passes through on its way from raw text to production)"],
               hints=["Which grouping includes the forward/backward/update loop itself?"],
               explanation=("A. Ingest/preprocess (CPU, I/O), forward/backward/update "
                            "(accelerator) and periodic validation have different resource "
@@ -270,8 +288,9 @@ SECTIONS = [
             C("sc3_q2", "D",
               "Preprocessing delivers 4 GB/s, host-to-device transfer 32 GB/s, the GPU "
               "consumes 12 GB/s. What sets end-to-end throughput?",
-              ["the average of the three rates", "the transfer rate alone",
-               "the GPU compute rate alone",
+              ["the average of the three rates, since all stages run concurrently: 16 GB/s",
+               "the transfer rate alone: 32 GB/s, since every byte must cross the PCIe link",
+               "the GPU compute rate alone: 12 GB/s, since the accelerator does the real work",
                "the minimum of the three (preprocessing): parallelize preprocessing first"],
               hints=["A chain moves no faster than its slowest link."],
               explanation=("D. Throughput = min(4, 32, 12) GB/s: preprocessing caps the "
@@ -301,9 +320,12 @@ SECTIONS = [
             C("sc3_q4", "C",
               "Batch 32 gives 92% GPU utilization, batch 33 gives 71%, same hardware. Most "
               "likely cause?",
-              ["batch 33 overflows L2 cache", "the optimizer switched to FP32 accumulation",
-               "crossing a warp/wave boundary launches a partially filled extra unit with "
-               "idle lanes", "the framework inserts extra synchronization barriers"],
+              ["batch 33 overflows the L2 cache, so every kernel suddenly spills its working "
+               "tiles to HBM",
+               "the framework silently switches to FP32 accumulation for odd batch sizes",
+               "crossing a warp/wave boundary launches a partially filled extra unit with idle "
+               "lanes",
+               "the framework inserts extra synchronization barriers once the batch exceeds 32"],
               hints=["What is special about 32 on an NVIDIA GPU?"],
               explanation=("C. Wave quantization: at 33 the work needs a second warp/wave that "
                            "is mostly empty (the chapter's Table 6: 33 occupies the same two "
@@ -314,10 +336,14 @@ SECTIONS = [
             C("sc3_q5", "B",
               "Batch 512 → 4096 with the same learning rate: GPU utilization 61% → 88%, but "
               "validation loss after 10,000 steps is worse at equal wall clock. Most likely?",
-              ["gradients switched dtype", "8× fewer updates per epoch with an unchanged "
-               "learning rate: throughput-healthy but optimization-starved",
-               "backpropagation was no longer needed",
-               "per-epoch communication grew linearly with batch"],
+              ["the larger batch silently switched the gradients to FP16, so small updates "
+               "underflowed to zero",
+               "8× fewer updates per epoch with an unchanged learning rate: throughput-healthy "
+               "but optimization-starved",
+               "the framework skipped backpropagation on part of each large batch to keep the "
+               "step time flat",
+               "per-epoch communication grew 8× with the batch, starving the optimizer of the "
+               "wall-clock time it needs for updates"],
               hints=["Count optimizer steps per epoch for each batch size."],
               explanation=("B. 4096/512 = 8× fewer updates per epoch; without rescaling the "
                            "learning rate the optimizer travels less per epoch. Per-step "
@@ -348,8 +374,12 @@ SECTIONS = [
         items=[
             C("sc4_q1", "D",
               "Why is MFU more informative than the profiler's accelerator-busy percentage?",
-              ["MFU equals peak throughput and is 100% on healthy hardware",
-               "MFU is measured from CPU activity", "MFU ignores wall-clock time",
+              ["MFU equals peak throughput by definition, so it reads 100% on any healthy, "
+               "correctly configured hardware",
+               "MFU is measured from host CPU activity, so it also captures data-loader stalls "
+               "the GPU profiler misses",
+               "MFU ignores wall-clock time and counts only forward-pass FLOPs, so stalls and "
+               "idle gaps cannot distort it",
                "MFU counts only useful model FLOPs; busy time also counts padding, "
                "recomputation and stalled kernels"],
               hints=["Which of the two numbers would rise if the checkpointer recomputed "
@@ -375,8 +405,10 @@ SECTIONS = [
             C("sc4_q2", "C",
               "GPU activity drops to near zero for tens of ms at a time while CPU data loading "
               "is busy and HBM bandwidth is low. Which D·A·M class?",
-              ["compute-bound", "memory-bound", "data-bound: the GPU drops to near zero "
-               "rather than stalling on memory traffic", "communication-bound"],
+              ["compute-bound: the kernels saturate the Tensor Cores in between the idle gaps",
+               "memory-bound: the drops are kernels stalled waiting on HBM reads and writes",
+               "data-bound: the GPU drops to near zero rather than stalling on memory traffic",
+               "communication-bound: the GPU idles while gradient AllReduce crosses the network"],
               hints=["A memory-bound kernel keeps HBM busy. Is HBM busy here?"],
               explanation=("C. Near-zero GPU activity with a busy CPU and idle HBM is the "
                            "data-bound signature of Table 7; a memory-bound kernel would show "
@@ -392,7 +424,9 @@ SECTIONS = [
                            "Data row of Table 7; the fix is prefetching, pipeline overlap, "
                            "DataLoader workers and faster storage. (Run A is discussed in the "
                            "reflection below: the chapter's key calls it compute-bound, but "
-                           "'HBM bandwidth saturated' is Table 7's memory-bound symptom.)"),
+                           "'HBM bandwidth saturated' is Table 7's memory-bound symptom; the "
+                           "course's rule in 03 checks utilization first and keeps the "
+                           "chapter's label.)"),
               source="002 Self-Check 4 Q3 key (run B: data-bound); Table 7"),
             O("sc4_q4", [2, 4, 1, 3],
               "Order the workflow: (1) apply a targeted fix to the dominant bottleneck, "
@@ -415,7 +449,10 @@ SECTIONS = [
               "or the achieved FLOP/s vs peak: tensor-core-saturated matmuls are compute-bound "
               "(FlashAttention, mixed precision, faster hardware); saturated HBM with modest "
               "FLOP/s is memory-bound (fusion, memory-efficient attention, lower precision). "
-              "Run B is clearly data-bound (prefetching, DataLoader parallelism)."),
+              "The course's rule (03, Part 6) checks GPU utilization before HBM and so keeps "
+              "the chapter's label, compute-bound, for the profiler summary; only a kernel-level "
+              "profile settles it. Run B is clearly data-bound (prefetching, DataLoader "
+              "parallelism)."),
         ],
     ),
     dict(
@@ -431,8 +468,10 @@ SECTIONS = [
         items=[
             C("sc5_q1", "A",
               "Profile: 40% data loading, 35% compute, 25% memory operations. What first?",
-              ["data prefetching and pipeline overlap", "gradient checkpointing",
-               "mixed precision", "FlashAttention"],
+              ["data prefetching and pipeline overlap",
+               "gradient checkpointing to shrink activations",
+               "mixed precision to halve compute time",
+               "FlashAttention to cut memory traffic"],
               hints=["Which slice of the profile is largest?"],
               explanation=("A. Target the dominant bottleneck, here the data path (40%); a "
                            "compute or memory fix leaves the GPU starved."),
@@ -452,8 +491,12 @@ SECTIONS = [
               source="recomputed: 105/50 = 2.1 (scenario numbers stated in the item)"),
             C("sc5_q3", "D",
               "Why does mixed precision keep master weights and some reductions in FP32?",
-              ["Tensor Cores need an FP32 mirror of every activation",
-               "to lower bandwidth pressure", "only data parallelism needs it",
+              ["Tensor Cores can only read FP32 inputs, so every 16-bit activation needs an "
+               "FP32 mirror beside it",
+               "to lower HBM bandwidth pressure, since FP32 values compress better than 16-bit "
+               "ones in transfer",
+               "only data parallelism needs it: AllReduce requires FP32 gradients, while "
+               "single-device mixed-precision runs do not",
                "sensitive accumulations and updates lose precision or underflow in 16 bits, "
                "while bulk matmuls tolerate it"],
               hints=["What happens to a tiny update added to a large weight in FP16?"],
@@ -465,9 +508,14 @@ SECTIONS = [
             C("sc5_q4", "A",
               "What makes FlashAttention faster and more memory-efficient than standard "
               "attention?",
-              ["tiling keeps score/probability blocks in on-chip SRAM, never writing the "
-               "S×S matrix to HBM", "softmax replaced by ReLU",
-               "shorter training sequences", "the S×S matrix is stored once and reused"],
+              ["tiling keeps score/probability blocks in on-chip SRAM, never writing the S×S "
+               "matrix to HBM",
+               "it replaces the softmax with a cheaper ReLU, so the attention weights are only "
+               "approximated",
+               "it truncates training sequences to shorter windows, so the S×S matrix itself "
+               "gets smaller",
+               "the S×S matrix is computed once, stored in HBM and reused across all heads and "
+               "layers"],
               hints=["Same math, different memory traffic."],
               explanation=("A. IO-aware tiling with an online softmax: HBM traffic for the "
                            "score matrix drops from O(S²) to O(S) in memory, moving attention "
@@ -476,9 +524,10 @@ SECTIONS = [
             C("sc5_q5", "C",
               "Effective batch 512 is wanted but only micro-batch 16 fits. Which combination "
               "emulates 512 and also reduces activation pressure?",
-              ["FlashAttention + weight decay", "prefetching + operator fusion",
+              ["FlashAttention + stronger weight decay (AdamW)",
+               "deeper data prefetching + elementwise operator fusion",
                "gradient accumulation + activation checkpointing",
-               "AdamW + cosine annealing"],
+               "linear learning-rate scaling + cosine annealing"],
               hints=["One technique sums gradients, the other frees stored activations."],
               explanation=("C. Accumulate gradients over 512/16 = 32 micro-batches before "
                            "each optimizer step; checkpointing recomputes activations to "
@@ -531,8 +580,12 @@ SECTIONS = [
             C("sc6_q1", "D",
               "A 1.5B model fits on one accelerator but an epoch takes 14 h; the team needs "
               "< 4 h and has 8 accelerators in one node. First step?",
-              ["model parallelism", "switch Adam to SGD on one accelerator",
-               "naive pipeline parallelism",
+              ["model parallelism: split the layers over the 8 accelerators so each holds one "
+               "eighth of the model",
+               "switch Adam to SGD on one accelerator: dropping the optimizer state makes each "
+               "step several times faster",
+               "naive pipeline parallelism: all 8 stages compute concurrently, so the epoch "
+               "time drops about 8×",
                "data parallelism: the model fits, so one AllReduce per step costs less than "
                "pipeline bubbles"],
               hints=["Is the binding constraint memory or time?"],
@@ -543,10 +596,14 @@ SECTIONS = [
               source="002 Self-Check 6 Q1 key: D; 14/(8*4) = 0.4375"),
             C("sc6_q2", "B",
               "Why does naive model parallelism deliver only 25-50% utilization?",
-              ["each GPU stores the full optimizer state",
+              ["each GPU still stores the full optimizer state for every layer, so the update "
+               "traffic saturates HBM and throttles the forward and backward kernels",
                "layer partitioning creates sequential dependencies: devices idle waiting for "
                "upstream activations (pipeline bubbles) until micro-batching fills them",
-               "it removes batching", "it stores the whole dataset on each node"],
+               "it removes batching: each device processes one example at a time, so its "
+               "kernels are too small to fill the SMs and approach peak",
+               "it stores the whole dataset on each node, so every device spends most of each "
+               "step reading training data from local disk instead of computing"],
               hints=["With one batch in flight, how many stages work at any moment?"],
               explanation=("B. With p stages and one batch, one stage works at a time: "
                            "utilization 1/p, i.e. 50% for p=2 and 25% for p=4 (the quoted "
@@ -580,7 +637,9 @@ SECTIONS = [
               "70B parameters in FP16 need about 140 GB for weights alone; the largest "
               "accelerator has 80 GB. Which hard limit forces multi-device training?",
               ["memory exhaustion: the weights alone exceed one device",
-               "wall-clock time only", "dataset scale", "numerical precision"],
+               "wall-clock time only: one device would need years of training",
+               "dataset scale: the corpus cannot fit in one node's storage",
+               "numerical precision: a 70B model must train in FP32, not FP16"],
               hints=["Compare 70e9 × 2 bytes with 80 GB."],
               explanation=("A. 70e9 × 2 B = 140 GB > 80 GB before gradients, optimizer state "
                            "or activations: memory is the binding limit; weights must be "
@@ -588,10 +647,14 @@ SECTIONS = [
               source="002 Self-Check 6 Q4 key: A; 70e9*2 = 140e9 B"),
             C("sc6_q5", "D",
               "When should a team seriously consider multi-device training?",
-              ["immediately", "whenever the model uses Adam",
-               "as soon as single-GPU utilization exceeds 60%",
-               "after mixed precision, accumulation, checkpointing and data-pipeline work, if "
-               "a hard limit still remains"],
+              ["immediately, at project start: multi-device code is hard to retrofit later, so "
+               "every run should begin distributed",
+               "whenever the model uses Adam, since its two moments always exceed a single "
+               "accelerator's memory",
+               "as soon as single-GPU utilization exceeds 60%, because beyond that point one "
+               "device has nothing left to optimize",
+               "after mixed precision, accumulation, checkpointing and data-pipeline work, if a "
+               "hard limit still remains"],
               hints=["The chapter orders single-machine optimizations before distribution."],
               explanation=("D. Exhaust the single-machine toolkit first; distribution adds "
                            "communication and debugging cost. (The key's 'Adam's 3× optimizer "
@@ -623,8 +686,10 @@ SECTIONS = [
             C("sc7_q1", "B",
               "A 7B model does well on 100M examples; a 20B model on the same data is "
               "expected to do better. Most likely outcome?",
-              ["linear improvement", "worse validation from overfitting, at ~3× the cost",
-               "unchanged", "better only with SGD"],
+              ["linear improvement in validation loss with parameter count",
+               "worse validation from overfitting, at ~3× the cost",
+               "the same validation loss, at the same training cost",
+               "better validation, but only once the optimizer is SGD"],
               hints=["Capacity grew, data did not."],
               explanation=("B. Capacity without matching data memorizes noise; the cost scales "
                            "with the model (20/7 = 2.9× the parameters)."),
@@ -632,10 +697,14 @@ SECTIONS = [
             C("sc7_q2", "C",
               "Which scenario shows that distributed training does not automatically speed "
               "up development?",
-              ["faster per step always means faster experimentation",
-               "BF16 prevents data parallelism",
+              ["faster per step always means faster experimentation, so 8 GPUs always cut "
+               "iteration time about 8×",
+               "BF16 training prevents data parallelism, because 16-bit gradients cannot be "
+               "AllReduced across GPUs",
                "a communication-heavy model spends 30-50% of each step in AllReduce and gets "
-               "only 4-6× on 8 GPUs", "activation checkpointing prevents communication"],
+               "only 4-6× on 8 GPUs",
+               "activation checkpointing blocks gradient exchange, so a checkpointed model "
+               "cannot use more than one GPU"],
               hints=["Which option describes overhead that grows with the device count?"],
               explanation=("C. If a fraction f of each 8-GPU step is un-overlapped AllReduce, "
                            "speedup = 8(1-f): f = 0.3 gives 5.6×, f = 0.5 gives 4×."),
@@ -654,9 +723,11 @@ SECTIONS = [
             C("sc7_q4", "D",
               "Which mistake is especially common when teams optimize only the accelerator "
               "side and skip end-to-end profiling?",
-              ["LayerNorm in FP32", "AdamW instead of SGD", "gradient accumulation",
-               "assuming the input pipeline is fine and finding the GPU idle 30-50% of the "
-               "time"],
+              ["keeping LayerNorm and softmax reductions in FP32 while matmuls run in BF16",
+               "choosing AdamW with decoupled weight decay instead of plain SGD with Nesterov "
+               "momentum",
+               "using gradient accumulation to reach the target batch size on fewer GPUs",
+               "assuming the input pipeline is fine and finding the GPU idle 30-50% of the time"],
               hints=["Which option is a pitfall rather than a recommended practice?"],
               explanation=("D. A neglected input pipeline can idle the accelerator 30-50% of "
                            "the time; FP32 LayerNorm, AdamW and accumulation are standard "
@@ -685,10 +756,14 @@ SECTIONS = [
         items=[
             C("sc8_q1", "B",
               "Which statement best captures the chapter's approach?",
-              ["add GPUs until time is acceptable, tune the pipeline later",
+              ["add GPUs until the run time is acceptable, then tune the data pipeline once it "
+               "scales",
                "use the iron law to find the binding lever, profile, apply targeted fixes, "
-               "re-profile", "prefer optimizer changes over systems changes",
-               "reduce model size first"],
+               "re-profile",
+               "prefer optimizer and hyperparameter changes over systems changes, which rarely "
+               "pay off",
+               "reduce model size first, since fewer parameters shrink every term of the iron "
+               "law"],
               hints=["The chapter's method is a loop, not a single purchase."],
               explanation="B. Profile-driven, iron-law-guided, iterative optimization.",
               source="002 Self-Check 8 Q1 key: B"),
@@ -706,9 +781,10 @@ SECTIONS = [
             C("sc8_q3", "C",
               "MFU rises from 30% to 60% on a 1024-GPU run, R_peak and dataset unchanged. "
               "How does this propagate?",
-              ["time halves, energy unchanged", "nothing changes",
+              ["time halves, but energy stays unchanged because power doubles",
+               "nothing changes, since R_peak and the dataset are both fixed",
                "time roughly halves, and energy and cost drop in proportion",
-               "time unchanged, energy and cost double"],
+               "time unchanged, but energy and cost double with the busier chips"],
               hints=["Energy = power × time at similar instantaneous power."],
               explanation=("C. T ∝ 1/η_hw: 30% → 60% halves T (ratio 0.30/0.60 = 0.5). At "
                            "similar power draw energy halves too, and per-GPU-hour cost with "
@@ -866,7 +942,10 @@ SECTIONS = [
     dict(
         id="locks", title="The lab's prediction locks (004 Parts 1-3)",
         partial=True,
-        recap="Lock in your prediction before you open the lab's sliders.",
+        recap=("Lock in your prediction before you open the lab's sliders. These points are "
+               "for answering: any True/False or label from the list earns them, because a "
+               "prediction is a guess. The cell under the answers tells you at once whether "
+               "each prediction was right."),
         items=[
             B("lock1", False,
               "Part 1 lock: moving from 8 to 64 GPUs cuts training time by exactly 8×.",
@@ -924,7 +1003,7 @@ def build_questions() -> dict:
     for sec in SECTIONS:
         for item in list(sec["items"]) + list(sec["reflections"]):
             kind = item["kind"]
-            graded = kind != "reflection" and item["qid"] not in UNGRADED
+            graded = kind != "reflection" and item["qid"] not in UNGRADED | COMPLETION
             opts = {"choice": ABCD, "label": tuple(item.get("labels", ()))}.get(kind, ())
             texts = tuple(item["options"]) if kind == "choice" else ()
             q = make_question(
@@ -977,6 +1056,13 @@ def _hidden(item) -> str:
     """The hidden case of one item (coursekit/grading/cases.py): the answer and its source
     stay in notebooks/07_self_checks.py; the kernel only records the student's value."""
     var, src = item["var"], item["source"]
+    if item["qid"] in COMPLETION:  # a prediction lock: any answer in the asked form counts
+        allowed = {"bool": "isinstance(value, bool)",
+                   "label": f"value in {tuple(item.get('labels', ()))!r}"}[item["kind"]]
+        return (f"# {src}; graded on completion: a prediction is a guess (answer: "
+                f"{_literal(item)})\n"
+                f"ck.case({var!r}, lambda: {var}, expect=ck.satisfies(lambda value: "
+                f"{allowed}), name={var!r})")
     if item["kind"] == "number" and not item.get("integer"):
         expect = f"ck.approx({_literal(item)}, rel={item['rel']!r})"
     else:
@@ -1040,7 +1126,11 @@ def notebook_py() -> str:
     for sec in SECTIONS:
         items = [it for it in sec["items"] if it["qid"] not in UNGRADED]
         extra = [it for it in sec["items"] if it["qid"] in UNGRADED]
-        body = [f"## {sec['title']}", "", f"**Recap.** {sec['recap']}", ""]
+        # A chapter section's recap restates the formulas its items ask for: it follows the
+        # answer cell (review), while a convention or an instruction comes first (issue #15).
+        recap_after = sec["id"].startswith("sc")
+        body = [f"## {sec['title']}", ""] + (
+            [] if recap_after else [f"**Recap.** {sec['recap']}", ""])
         for n, it in enumerate(items, 1):
             body.append(f"**{it['var']}.** {it['text']}")
             if it["kind"] == "choice":
@@ -1063,10 +1153,16 @@ def notebook_py() -> str:
             out.append(f"{it['var']} = {_literal(it)}")
         out.append("### END SOLUTION")
         out.append("")
-        out += ["# %%", "# Format check: is each answer written the way the autograder "
-                "reads it? (Not whether it is right.)",
+        lead = ("# Your predictions: right or wrong at once (graded on completion only)."
+                if all(it["qid"] in COMPLETION for it in items) else
+                "# Format check: is each answer written the way the autograder reads it? "
+                "(Not whether it is right.)")
+        out += ["# %%", lead,
                 "sc.show_all({" + ", ".join(f"{it['qid']!r}: {it['var']}" for it in items)
                 + "});", ""]
+        if recap_after:
+            out += ["# %% [markdown]", *_md(f"**Recap (read after you answer).** "
+                                            f"{sec['recap']}"), ""]
         for it in items:
             if it["qid"] in VERIFY:
                 out += ["# %%", *VERIFY[it["qid"]], ""]
@@ -1095,8 +1191,9 @@ def notebook_py() -> str:
              "stages otherwise; a win on one stage can hand the bottleneck to another.\n"
              "- MFU counts forward **and** backward model FLOPs (Def 1.4), never recomputation.\n"
              "- Several source answers were corrected here (MFU's numerator, the 30B-on-4-A100 "
-             "check, NVLink's per-direction bandwidth, static-batching waste, run A's D·A·M "
-             "class): always recompute a number before you trust it.\n"
+             "check, NVLink's per-direction bandwidth, static-batching waste), and one is "
+             "ambiguous (run A: saturated HBM at 92% utilization; the course's rule keeps the "
+             "chapter's compute-bound): always recompute a number before you trust it.\n"
              "\n"
              "**Reflection (ungraded).** Which of your predictions was furthest off, and which "
              "mental model would have given you the right number?"),
@@ -1104,6 +1201,11 @@ def notebook_py() -> str:
     ]
     return "\n".join(out)
 
+
+COMPLETION = {"lock1", "lock2", "lock3"}
+"""The lab's prediction locks: graded on completion (any answer in the asked form earns the
+point: grading a guess on correctness punishes honesty), with instant feedback on whether
+the prediction was right (issue #15 item 4)."""
 
 TWO_POINTS: set = set()
 UNGRADED = {"sc5_q6_label", "sc6_q2_bubble", "l2_batching", "lock2_microbatches", "l2_flops"}
