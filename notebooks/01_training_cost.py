@@ -19,7 +19,9 @@
 #   costs **6 FLOPs per parameter per token** (6ND).
 # * Layer FLOPs follow Napkin 1.1: dense attention (no causal-mask halving); biases, softmax,
 #   norms and activations are left out (they grow like B·S·d, not B·S·d²).
-# * **MFU counts model FLOPs only** (forward + backward, no recomputation); HFU also counts
+# * **MFU counts model FLOPs only** (forward + backward, no recomputation), here as **6N per
+#   token**; 04's advisor adds the attention term 12·L·d·S (PaLM, Appendix B) and says so
+#   where it prints an MFU. HFU also counts
 #   recomputation. Both are fractions: return 0.25 for 25%, not 25.
 # * Units inside functions are SI: FLOPs, FLOP/s, seconds, watts, joules, US dollars.
 #   1 kWh = 3.6 × 10⁶ J; 1 day = 86,400 s. Printed numbers always carry their unit.

@@ -11,7 +11,7 @@
 # each ZeRO stage shards and how much it saves; size a KV cache; decide whether a model
 # fits a GPU, and how many GPUs it needs.
 #
-# **Time:** about 60 minutes. **Points:** 17, in 7 graded functions.
+# **Time:** about 75 minutes. **Points:** 20, in 9 graded functions.
 #
 # ### Conventions used in this notebook (read them once)
 # * **GB = 10⁹ bytes, GiB = 2³⁰ bytes.** A GPU sold as "80 GB" is compared as 80 × 10⁹ bytes.
@@ -430,21 +430,104 @@ _n = 1.5e9
 _act16 = 48 * ref_memory.activation_bytes_per_layer(1024, 4, 1600, 25)  # 16-bit activations
 _fp32 = ref_memory.model_state_bytes(_n, "fp32+adam").total + 2 * _act16  # fp32 activations
 _mixed = ref_memory.model_state_bytes(_n, "mixed+adam").total + _act16
-_ckpt_units = ref_memory.checkpoint_memory(48, ref_memory.optimal_checkpoints(48))
-_mixed_ckpt = ref_memory.model_state_bytes(_n, "mixed+adam").total + _act16 * _ckpt_units / 48
+_k = ref_memory.optimal_checkpoints(48)                               # sqrt(48) = 6.93
+_state16 = ref_memory.model_state_bytes(_n, "mixed+adam").total
+_crude = _state16 + _act16 * ref_memory.checkpoint_memory(48, _k) / 48  # a checkpoint = a layer
+_layer = _act16 / 48                                                   # one layer, all of it
+_input = ref_memory.activation_bytes_per_layer(1024, 4, 1600, 25, recompute="full")  # 2sbh
+_sqrt = _state16 + ref_memory.checkpointed_activation_bytes(48, _k, _layer, _input)
+_every = _state16 + ref_memory.checkpointed_activation_bytes(48, 48, _layer, _input)
 print(f"fp32 + Adam, fp32 activations:        {_fp32 / GB:6.1f} GB  (chapter: ~95.7 GB)")
 print(f"mixed precision + Adam:               {_mixed / GB:6.1f} GB  (chapter: ~59.9 GB)")
-print(f"mixed + sqrt(N) checkpointing:        {_mixed_ckpt / GB:6.1f} GB  (chapter: ~33 GB)")
+print(f"mixed + sqrt(N) checkpoints, crude:   {_crude / GB:6.1f} GB  (chapter: ~33 GB)")
+print(f"mixed + sqrt(N) checkpoints, precise: {_sqrt / GB:6.1f} GB  (a checkpoint = 2sbh)")
+print(f"mixed + a checkpoint every layer:     {_every / GB:6.1f} GB  (a checkpoint = 2sbh)")
 print(f"V100 capacity (nominal):              {32:6.1f} GB")
 
 # %% [markdown]
-# The first two lines reproduce the chapter. The third is where the chapter is too kind: its
-# "~33 GB → fits in 32 GB V100" does not fit (33 > 32), and with √N checkpointing the
-# activations are 13.86/48 of 35.9 GB = 10.4 GB, so the total is **34.4 GB**. Even counting the
-# physical 32 GiB (34.36 × 10⁹ bytes) of a V100, the CUDA context and allocator take a GB or
-# more. What makes GPT-2 XL train on V100s in practice is more: smaller micro-batches with
-# gradient accumulation, or ZeRO across GPUs.
+# The first two lines reproduce the chapter. For checkpointing there are two rules, and you
+# should know both:
 #
+# * **The chapter's crude rule** (Table 15, `checkpoint_memory`) counts every checkpoint as a
+#   whole layer's activations: $k + N/k$ layers, 13.86 of 48 at $k = \sqrt{48}$. On that rule
+#   the model does **not** fit: even the chapter's own "~33 GB" exceeds 32 GB.
+# * **The precise rule** stores only what a checkpoint is, the layer's input, $2sbh$ bytes in
+#   16 bits (13.1 MB here, against 747 MB for a whole layer; Korthikanti et al. 2022 §4),
+#   plus one segment of $N/k$ layers recomputed at a time:
+#   $k \cdot 2sbh + (N/k) \cdot \text{layer}$. With it the √N schedule **fits** a 32 GB V100,
+#   and so does a checkpoint at every layer, which is cheaper still because a checkpoint is
+#   57× smaller than a layer.
+#
+# The crude rule is a fine first estimate of *how* memory scales; decide whether a model fits
+# with the precise one. Allocator overhead and the CUDA context still take a GB or more, so
+# "fits" here means with a little room, not with a lot.
+#
+# ### Exercise: the precise rule, and the best k under it
+# Write `checkpointed_activations(n_layers, k, layer_bytes, checkpoint_bytes)`: the bytes of
+# activations held with `k` evenly spaced checkpoints under the precise rule,
+# $k \cdot \text{checkpoint\_bytes} + (N_L/k) \cdot \text{layer\_bytes}$ (`k` may be
+# fractional, as $\sqrt{N_L}$ is; raise `ValueError` unless $0 < k \le N_L$). Then
+# `best_checkpoint_count_precise(n_layers, layer_bytes, checkpoint_bytes)`: the integer `k` in
+# $1..N_L$ that holds the fewest bytes (the smallest such `k` on a tie). Derive where the
+# optimum lies before you search: it is no longer $\sqrt{N_L}$. The hidden tests use layer
+# and checkpoint sizes you have not seen.
+
+# %% [answer id=ex_checkpoint_precise]
+def checkpointed_activations(n_layers, k, layer_bytes, checkpoint_bytes):
+    """Bytes held with k checkpoints of checkpoint_bytes each plus one segment of n_layers/k
+    layers of layer_bytes; ValueError unless 0 < k <= n_layers."""
+    ### BEGIN SOLUTION
+    if not 0 < k <= n_layers:
+        raise ValueError(f"k={k} must be in (0, {n_layers}]")
+    return k * checkpoint_bytes + n_layers / k * layer_bytes
+    ### END SOLUTION
+
+
+def best_checkpoint_count_precise(n_layers, layer_bytes, checkpoint_bytes):
+    """Integer k in 1..n_layers minimizing checkpointed_activations (smallest k on ties)."""
+    ### BEGIN SOLUTION
+    best_k, best = 1, None
+    for k in range(1, n_layers + 1):
+        held = checkpointed_activations(n_layers, k, layer_bytes, checkpoint_bytes)
+        if best is None or held < best * (1 - 1e-12):
+            best_k, best = k, held
+    return best_k
+    ### END SOLUTION
+
+# %% [test id=test_checkpoint_precise points=3]
+# Visible test: GPT-2 XL at batch 4, a checkpoint at every layer: 48 x 2sbh + one layer
+_got = ck.call(checkpointed_activations, 48, 48, 747_110_400, 13_107_200)
+ck.check_close(_got, 1_376_256_000, name="checkpointed_activations(48, 48, GPT-2 XL b=4)",
+               reveal=True, unit="bytes")
+print(f"visible test passed: {_got / 1e9:.2f} GB of activations with a checkpoint per layer")
+### BEGIN HIDDEN TESTS
+ck.forbid(ref_memory.checkpointed_activation_bytes, ref_memory.checkpoint_memory, ref_memory.optimal_checkpoints)
+# 80 layers of 1 GB, 20 MB checkpoints, k = 9: 9 x 2e7 + 80/9 x 1e9 = 9,068,888,888.9 B
+ck.case('held_80_layers_k_9', lambda: checkpointed_activations(80, 9, 1e9, 2e7),
+        expect=ck.approx(9_068_888_888.88889, rel=1e-9), name='80 layers, k = 9')
+ck.case('held_k_0', lambda: checkpointed_activations(48, 0, 1e9, 2e7),
+        expect=ck.raises(ValueError), name='k = 0')
+ck.case('held_k_above_n', lambda: checkpointed_activations(48, 49, 1e9, 2e7),
+        expect=ck.raises(ValueError), name='k > n_layers')
+# the minimum of k c + (N/k) L is at k* = sqrt(N L / c), clamped to 1..N, then the better
+# integer neighbour (brute force over 1..N, recomputed by hand):
+# 80 layers, L = 2 GB, c = 200 MB: sqrt(800) = 28.28 -> 28 (11.3143e9 B) vs 29 (11.3172e9 B)
+ck.case('best_80_layers', lambda: best_checkpoint_count_precise(80, 2e9, 2e8),
+        expect=ck.exactly(28), name='80 layers, 2 GB layers, 200 MB checkpoints')
+# 40 layers, L = 500 MB, c = 100 MB: sqrt(200) = 14.14 -> 14 (2.82857e9 B) vs 15 (2.83333e9 B)
+ck.case('best_40_layers', lambda: best_checkpoint_count_precise(40, 5e8, 1e8),
+        expect=ck.exactly(14), name='40 layers, 500 MB layers, 100 MB checkpoints')
+# checkpoints bigger than layers: sqrt(64 x 1/4) = 4 -> 4 (32.0e9 B) vs 5 (32.8e9 B)
+ck.case('best_big_checkpoints', lambda: best_checkpoint_count_precise(64, 1e9, 4e9),
+        expect=ck.exactly(4), name='64 layers, checkpoints 4x a layer')
+# equal sizes: the crude rule's own answer, k + 96/k -> 10
+ck.case('best_equal_sizes', lambda: best_checkpoint_count_precise(96, 1.0, 1.0),
+        expect=ck.exactly(10), name='96 layers, checkpoint = layer')
+# k* = sqrt(48 x 57) = 52.3 > 48: every layer
+ck.case('best_gpt2_xl', lambda: best_checkpoint_count_precise(48, 747_110_400, 13_107_200),
+        expect=ck.exactly(48), name='GPT-2 XL at batch 4')
+### END HIDDEN TESTS
+
 # ## Part 6 · Gradient accumulation: the batch you want, the memory of the batch you have
 # Napkin Math 1.8: a V100 with checkpointing fits micro-batch 16; the target is 512. With 8 GPUs
 # and 4 accumulation steps, the effective batch is $16 \times 4 \times 8 = 512$, while activation

@@ -340,8 +340,9 @@ print(f"tokenize one batch: 1 core {ref_pipeline.stage_time(_tokens, 500e3) / MS
 # With prefetching, stage $i$ works on batch $b+1$ while stage $i+1$ works on batch $b$, so
 # in steady state $T = \max_i T_i$ (Eq 13, Figure 11).
 #
-# **Predict:** crop 10 ms + color jitter 15 ms + normalize 5 ms on the CPU, then a 25 ms GPU
-# step. Serial and overlapped step time?
+# **Predict:** crop 10 ms, color jitter 15 ms and normalize 5 ms, **each its own pipeline
+# stage** (its own CPU worker, handing batches on through a queue), then a 25 ms GPU step.
+# Serial and overlapped step time?
 #
 # Write `iteration_times(stage_times)` returning the pair `(serial, overlapped)` in seconds.
 # An empty list or a negative time raises `ValueError`.
@@ -386,9 +387,10 @@ ck.case('negative_stage_time', lambda: iteration_times([0.1, -0.2]),
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# Figures 10–11 as Gantt charts, four batches. Overlap hides the 30 ms of CPU work behind the
-# GPU step only if the CPU side is itself no slower than the GPU; otherwise the CPU becomes the
-# max.
+# Figures 10–11 as Gantt charts, four batches, one stage per transform as in the exercise: the
+# slowest stage (the 25 ms GPU step) sets the pace. Had the three transforms shared **one** CPU
+# thread, they would form a single 30 ms stage, and overlap would give max(30, 25) = 30 ms: the
+# CPU, not the GPU, would be the bottleneck. What counts as a stage is the first question to ask.
 
 # %%
 viz.plot_pipeline_gantt({"crop": 0.010, "color jitter": 0.015, "normalize": 0.005,

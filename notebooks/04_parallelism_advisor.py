@@ -240,8 +240,8 @@ vizp.plot_scaling(_nodes, {"10 GbE": _s_eth, "InfiniBand 400G": _s_ib},
 plt.show()
 
 # %% [markdown]
-# On 10 GbE the all-reduce (4.8 s) already dwarfs the compute at 2 nodes: the point of
-# diminishing returns is the *first* node. On 400G InfiniBand it moves out to ~35 nodes,
+# On 10 GbE the all-reduce (2.4 s at 2 nodes: 2(N-1)/N x 3 GB / 1.25 GB/s) already rivals the
+# 5 s of compute per node: the point of diminishing returns is the *first* node. On 400G InfiniBand it moves out to ~35 nodes,
 # where $T_1/N$ falls to ~2.4 × the 0.12 s all-reduce. Faster links move the wall; they
 # never remove it. (Chapter 002 Figure 15: the communication tax.)
 #
@@ -271,7 +271,7 @@ print(f"tensor parallel stretched to tp=16 over InfiniBand: {_tp_ib:.1f} s per m
 # node; pipeline parallelism sends one message per boundary and tolerates the slower network.
 # That is chapter Table 20's placement: **tensor inside a node, pipeline across nodes, data
 # parallel outermost**. Stretch tensor parallelism over InfiniBand and one micro-batch spends
-# ~8 s just communicating.
+# about 1.6 s per micro-batch just communicating (the cell above).
 #
 # ### The pipeline bubble: an assembly line
 # A pipeline is an assembly line: with one car (micro-batch) on a 4-station line, three
@@ -574,6 +574,8 @@ for _row in _adv.table(5):
     print(f"{_row['dp']:>4} {_row['tp']:>3} {_row['pp']:>3} {_row['ZeRO']:>4} {_row['b']:>2} "
           f"{_row['m']:>4} {_row['recompute']:>10} {_row['GB/GPU']:>7.1f} {_row['step s']:>7.2f} "
           f"{_row['bubble %']:>9.1f} {_row['MFU %']:>6.1f}")
+print("MFU here counts 6N + 12·L·d·S model FLOPs per token (the attention term of PaLM, "
+      "Appendix B); 01's MFU counts 6N, which at S = 2048 on GPT-3 175B is about 3% lower.")
 print("Some rejections, in words:")
 for _why in sorted({r.reason for r in _adv.rejected if not r.reason.startswith("needs")})[:4]:
     print("  -", _why)

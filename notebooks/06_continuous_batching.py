@@ -250,6 +250,12 @@ ck.case('simulate_static_steps_batch_size_0', lambda: simulate_static_steps([3, 
 # efficient: a heap of "step at which each slot frees" (`heapq`) makes it O(N log B) instead
 # of a loop over every step.
 #
+# > **A claim of the lesson plan that does not hold.** It says continuous batching leaves
+# > "near 0% wasted". Not for its own 8 requests on 8 slots: nothing waits in the queue, so
+# > a freed slot has nothing to take, and continuous batching runs the same 200 steps at the
+# > same utilization as the static batch. Refilling pays only when requests queue, as the 50
+# > of Exercise 3 do. Your simulator must give that answer for the lesson's 8 requests too.
+#
 # **Predict:** how many steps will the 50 requests take with continuous batching: about 95%,
 # 80% or 60% of the static total?
 
@@ -315,7 +321,7 @@ ck.case('Exercise_3_continuous_16_slots', lambda: simulate_continuous_steps(list
         expect=ck.exactly(377), name='Exercise 3 continuous, 16 slots')
 ck.case('Exercise_3_continuous_latency_16_slots', lambda: simulate_continuous_steps(list(_EX3), 16)["mean_latency"],
         expect=ck.approx(160.22), name='Exercise 3 continuous latency, 16 slots')
-# lesson's 8 requests fit in one wave: 200 steps, 0.4625 (issue 6 known answer)
+# lesson's 8 requests fit in one wave: 200 steps, 0.4625 (stated in Part 4's prose)
 ck.case('lesson_8_requests_continuous', lambda: simulate_continuous_steps(list(LESSON_LENGTHS), 8)["total_steps"],
         expect=ck.exactly(200), name='lesson 8 requests, continuous')
 ck.case('lesson_8_requests_utilization', lambda: simulate_continuous_steps(list(LESSON_LENGTHS), 8)["utilization"],

@@ -36,6 +36,10 @@ ALLOWED = {
 
 
 def _sig_digits(text: str) -> int:
+    """Significant digits as written (trailing zeros after a decimal point do not count:
+    "0.100" is as common as "0.1")."""
+    if "." in text:
+        text = text.rstrip("0")
     return len(re.sub(r"[^0-9]", "", text).lstrip("0"))
 
 
@@ -48,6 +52,7 @@ def number_forms(value) -> set:
     a, out = abs(value), {repr(value)}
     for n in (2, 3, 4):
         out.add(f"{value:.{n}g}")
+        out.add(f"{value:.{n - 1}f}")          # fixed decimals: "2.470", "0.86"
         if a >= 1000 and n >= 3:
             out.add(f"{float(f'{value:.{n}g}'):,.0f}")
         if a < 1:
@@ -132,7 +137,9 @@ def leaks(path: Path, cells=None) -> list:
                 abs(v - value) <= 1e-9 * max(1.0, abs(value)) for v in visible):
             continue
         for form in sorted(number_forms(value)):
-            pattern = re.compile(r"(?<![\w.,])" + re.escape(form) + r"(?![\w%]|[.,]\d)")
+            # a unit may follow ("2.47x", "84.4ms"); another digit or an exponent may not
+            pattern = re.compile(r"(?<![\w.,])" + re.escape(form)
+                                 + r"(?!\d|[.,]\d|[eE][+-]?\d|%)")
             for i, graded, src in cells:
                 if graded:
                     continue
@@ -148,6 +155,7 @@ def test_number_forms_cover_the_ways_a_number_is_written():
     assert {"20,500", "20,450", "20,455"} <= number_forms(20454.545)
     assert not [f for f in number_forms(20454.545) if "e" in f]
     assert {"1,092", "1092"} <= number_forms(1092)
+    assert "2.470" in number_forms(2.46964)
     assert number_forms(2) == set() and number_forms(0.1) == {"10%"}
 
 

@@ -145,7 +145,7 @@ def test_gradebook_is_intact(hostile):
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     con.close()
     rows, _ = pipeline.report(root)  # reopens through nbgrader's API
-    assert {r.student: r.score for r in rows}["correct"] == 17
+    assert {r.student: r.score for r in rows}["correct"] == 20
 
 
 def _submitted_at(root: Path, student: str):
@@ -318,7 +318,7 @@ def test_resume_after_a_hard_kill(tmp_path):
         else:
             os.environ["COURSEKIT_GRADEBOOK"] = old
     scores = {(r.student, r.assignment): r.score for r in rows}
-    assert scores[("alice", "02_memory_calculator")] == 17  # tests/test_course.py EXPECTED
+    assert scores[("alice", "02_memory_calculator")] == 20  # tests/test_course.py EXPECTED
     assert scores[("bob", "05_speculative_decoding")] == 9
     assert scores[("carol", "02_memory_calculator")] == 0
     assert state_file.exists()

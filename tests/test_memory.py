@@ -148,3 +148,23 @@ def test_recompute_never_increases_activations(s, b, heads, hd, t, sp):
     sel = mem.activation_bytes_per_layer(s, b, h, heads, recompute="selective", **kw)
     full = mem.activation_bytes_per_layer(s, b, h, heads, recompute="full", **kw)
     assert none >= sel >= full > 0
+
+
+def test_checkpointed_activation_bytes_precise_rule():
+    # GPT-2 XL at batch 4 (s = 1024, h = 1600, a = 25): one layer 747,110,400 B (Korthikanti
+    # Table 2: sbh(34 + 5as/h)), a checkpoint 2sbh = 13,107,200 B; 16 B/param x 1.5e9 = 24 GB
+    layer = mem.activation_bytes_per_layer(1024, 4, 1600, 25)
+    ckpt = mem.activation_bytes_per_layer(1024, 4, 1600, 25, recompute="full")
+    assert (layer, ckpt) == (747_110_400, 13_107_200)
+    state = mem.model_state_bytes(1.5e9, "mixed+adam").total
+    k = mem.optimal_checkpoints(48)
+    # issue #15: about 29 GB with the sqrt(N) schedule and 25 GB with every layer, both
+    # under 32 GB; the chapter's crude rule gives 34.4 GB
+    assert (state + mem.checkpointed_activation_bytes(48, k, layer, ckpt)) / 1e9 == \
+        pytest.approx(29.267, abs=1e-3)
+    assert (state + mem.checkpointed_activation_bytes(48, 48, layer, ckpt)) / 1e9 == \
+        pytest.approx(25.376256)
+    assert (state + 48 * layer * mem.checkpoint_memory(48, k) / 48) / 1e9 == \
+        pytest.approx(34.352, abs=1e-3)
+    with pytest.raises(ValueError, match="k=49"):
+        mem.checkpointed_activation_bytes(48, 49, layer, ckpt)

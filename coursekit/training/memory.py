@@ -199,6 +199,21 @@ def checkpoint_memory(n_layers, k) -> float:
     return k + n / k
 
 
+def checkpointed_activation_bytes(n_layers, k, layer_bytes, checkpoint_bytes) -> float:
+    """Activation bytes with ``k`` evenly spaced checkpoints, each checkpoint the layer input
+    only: ``k * checkpoint_bytes + (n/k) * layer_bytes``. ``checkpoint_bytes`` is 2sbh for a
+    16-bit layer input (Korthikanti et al. 2022 §4: full recomputation keeps 2sbh per
+    layer); ``layer_bytes`` one layer's full activations. The crude rule of the chapter
+    (:func:`checkpoint_memory`) counts each checkpoint as a whole layer. Bytes."""
+    n = check_number("n_layers", n_layers, minimum=1, integer=True)
+    k = check_number("k", k, minimum=0, strict=True)
+    if k > n:
+        raise ValueError(f"k={k} checkpoints must be <= n_layers={n}")
+    layer = check_number("layer_bytes", layer_bytes, minimum=0)
+    ckpt = check_number("checkpoint_bytes", checkpoint_bytes, minimum=0)
+    return k * ckpt + n / k * layer
+
+
 def kv_cache_bytes(model, seq_len, batch=1, bytes_per_value=2) -> float:
     """KV-cache bytes: ``2 (K and V) x layers x kv_heads x head_dim x bytes x seq x batch``.
 
