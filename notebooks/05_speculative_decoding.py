@@ -13,7 +13,7 @@
 # that it leaves the target's distribution *exactly* unchanged; explain with numbers why one
 # target pass can check k tokens, and when (Mixture-of-Experts) it cannot.
 #
-# **Time:** about 60 minutes. **Points:** 17, in 7 graded cells.
+# **Time:** about 70 minutes. **Points:** 20, in 8 graded cells.
 #
 # ### Conventions used in this notebook
 # * **α** = probability that one draft token is accepted (the same at every position unless
@@ -360,6 +360,56 @@ ck.case('c_0', lambda: best_draft_length(0.7, 0.0, 10),
 # alpha = 0: nothing is accepted, the shortest draft wastes least
 ck.case('alpha_0', lambda: best_draft_length(0.0, 0.3),
         expect=ck.exactly(1), name='alpha = 0')
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise: how short a draft can you afford?
+# The best k is rarely worth its last few tokens: a longer draft holds more KV cache, wastes
+# more draft work on every rejection and makes step times less even, for a speedup that is
+# flat near the top. Serving teams pick the **shortest** k that keeps most of the best
+# speedup. Write `shortest_k_within(alpha, c, fraction, k_max=32)`: the smallest k (an int) in
+# 1..k_max whose walltime speedup is at least `fraction` × the best speedup over 1..k_max
+# (use your `speedup`). Raise `ValueError` unless 0 < `fraction` ≤ 1. Decide first: at
+# α = 0.8 and c = 0.1, how much shorter than the best k = 6 can a 95% draft be?
+
+# %% [answer id=ex_short_k]
+def shortest_k_within(alpha, c, fraction, k_max=32):
+    """Smallest k in 1..k_max with speedup >= fraction * (best speedup over 1..k_max);
+    ValueError unless 0 < fraction <= 1."""
+    ### BEGIN SOLUTION
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction={fraction} must be in (0, 1]")
+    speeds = [speedup(alpha, k, c) for k in range(1, k_max + 1)]
+    target = fraction * max(speeds) * (1 - 1e-12)
+    return next(k for k, s in enumerate(speeds, start=1) if s >= target)
+    ### END SOLUTION
+
+# %% [test id=test_short_k points=3]
+ck.check_exact(ck.call(shortest_k_within, 0.8, 0.1, 0.95), 4,
+               name="shortest_k_within(0.8, 0.1, 0.95)", reveal=True)
+print("visible test passed: at alpha=0.8, c=0.1 a draft of 4 keeps 95% of the best speedup")
+### BEGIN HIDDEN TESTS
+ck.forbid(ref_spec.optimal_draft_length, ref_spec.walltime_speedup, ref_spec.expected_tokens_per_step)
+# recomputed by brute force over k = 1..32 with E/(kc + 1), E = (1 - a^(k+1))/(1 - a):
+# a = 0.9, c = 0.05: best 4.6741x at k = 13; k = 9 gives 4.4919x >= 0.95 x 4.6741 = 4.4404
+ck.case('0.9_0.05_95pct', lambda: shortest_k_within(0.9, 0.05, 0.95),
+        expect=ck.exactly(9), name='(0.9, 0.05, 95%)')
+# a = 0.6, c = 0.05: best 1.9213x at k = 4; k = 2 gives 1.7818x >= 0.9 x 1.9213 = 1.7292
+ck.case('0.6_0.05_90pct', lambda: shortest_k_within(0.6, 0.05, 0.9),
+        expect=ck.exactly(2), name='(0.6, 0.05, 90%)')
+# a = 0.9, c = 0.02: best 6.3654x at k = 19; 99% needs k = 16 (6.3123x >= 6.3017)
+ck.case('0.9_0.02_99pct', lambda: shortest_k_within(0.9, 0.02, 0.99),
+        expect=ck.exactly(16), name='(0.9, 0.02, 99%)')
+# c = 0, k_max = 10: best is k = 10 (3.2674x); 90% = 2.9407 -> k = 5 (2.9412x)
+ck.case('c_0_kmax_10', lambda: shortest_k_within(0.7, 0.0, 0.9, 10),
+        expect=ck.exactly(5), name='(0.7, 0, 90%, k_max = 10)')
+# fraction 1: the best k itself (Part 6: 6)
+ck.case('fraction_1', lambda: shortest_k_within(0.8, 0.1, 1.0),
+        expect=ck.exactly(6), name='fraction = 1')
+ck.case('fraction_0', lambda: shortest_k_within(0.8, 0.1, 0.0),
+        expect=ck.raises(ValueError), name='fraction = 0')
+ck.case('fraction_above_1', lambda: shortest_k_within(0.8, 0.1, 1.5),
+        expect=ck.raises(ValueError), name='fraction = 1.5')
 ### END HIDDEN TESTS
 
 # %% [markdown]

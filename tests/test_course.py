@@ -22,7 +22,7 @@ EXPECTED = {
     "02_memory_calculator": {"max": 20, "alice": 20, "bob": 9, "carol": 0},
     "03_bottlenecks": {"max": 17, "alice": 17, "bob": 9, "carol": 0},
     "04_parallelism_advisor": {"max": 20, "alice": 20, "bob": 11, "carol": 0},
-    "05_speculative_decoding": {"max": 17, "alice": 17, "bob": 9, "carol": 0},
+    "05_speculative_decoding": {"max": 20, "alice": 20, "bob": 9, "carol": 0},
     "06_continuous_batching": {"max": 17, "alice": 17, "bob": 9, "carol": 0},
     "07_self_checks": {"max": 49, "alice": 49, "bob": 26, "carol": 0},
 }
