@@ -64,9 +64,9 @@ def encode(value, key: bool = False):
         return {"$enum": _qualname(type(value)), "name": value.name}
     if isinstance(value, np.generic):
         return {"$np": value.dtype.str, "v": enc(value.item())}
-    if isinstance(value, int) and type(value) is int:
+    if type(value) is int:
         return value
-    if isinstance(value, float) and type(value) is float:
+    if type(value) is float:
         if value != value or abs(value) == float("inf"):
             return {"$f": repr(value)}
         return float(f"{value:.12g}") if key else value
@@ -101,8 +101,6 @@ def encode(value, key: bool = False):
     if dataclasses.is_dataclass(value):
         return {"$dc": _qualname(cls),
                 "f": {f.name: enc(getattr(value, f.name)) for f in dataclasses.fields(value)}}
-    if callable(value) and hasattr(value, "__qualname__") and "<" not in value.__qualname__:
-        return {"$fn": _qualname(value)}
     if hasattr(value, "__dict__") and "<" not in cls.__qualname__:
         return {"$obj": _qualname(cls), "d": {k: enc(v) for k, v in vars(value).items()}}
     raise Unencodable(f"{cls.__module__}.{cls.__qualname__}")

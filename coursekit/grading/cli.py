@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import build as buildmod
 from . import pipeline
+from .precheck import QUARANTINE
 
 
 def _root(args) -> Path:
@@ -104,13 +105,10 @@ def cmd_demo(args) -> int:
     print("== 1/5 build release/ from source/ ==")
     buildmod.build(root, execute=not args.no_execute)
     print("== 2/5 collect the sample class (alice: solution, bob: partial, carol: untouched) ==")
-    for folder in ("submitted", "autograded", "feedback"):
+    for folder in ("submitted", "autograded", "feedback", QUARANTINE):
         shutil.rmtree(root / folder, ignore_errors=True)
     (root / "gradebook.db").unlink(missing_ok=True)
     (root / ".grading-state.json").unlink(missing_ok=True)
-    from .precheck import QUARANTINE
-
-    shutil.rmtree(root / QUARANTINE, ignore_errors=True)
     pipeline.collect_samples(root)
     print("== 3/5 autograde ==")
     pipeline.grade(root)

@@ -178,18 +178,19 @@ def use_trusted_timestamp(folder, table: dict | None = None) -> str:
             if path.is_file() and not path.is_symlink() else object()
     if current == want:
         return ""
-    said = ""
+    said = []
     if current is not None:
         keep = quarantine_dir(folder) / "timestamp.student.txt"
         keep.parent.mkdir(parents=True, exist_ok=True)
         os.replace(path, keep)
-        said = ("timestamp.txt in the submission is not trusted (the student can write it); "
-                f"moved to {QUARANTINE}/{student}/{aid}/timestamp.student.txt")
+        said.append("timestamp.txt in the submission is not trusted (the student can write "
+                    f"it); moved to {QUARANTINE}/{student}/{aid}/timestamp.student.txt")
     if want is not None:
         path.write_text(want + "\n", encoding="utf-8")
-        return (said + "; " if said else "") + f"submission time {want} from {TIMESTAMPS}"
-    return said + (f"; no time for this submission in {TIMESTAMPS}: recorded without one"
-                   if said else "")
+        said.append(f"submission time {want} from {TIMESTAMPS}")
+    else:
+        said.append(f"no time for this submission in {TIMESTAMPS}: recorded without one")
+    return "; ".join(said)
 
 
 def before_nbgrader_copy(assignment=None, student=None, notebooks=()):

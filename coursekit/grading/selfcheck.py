@@ -645,7 +645,7 @@ def _escape(text: str) -> str:
 
 
 __all__ = ["KINDS", "Question", "Result", "check", "is_correct", "normalize",
-           "make_question", "plausible_range", "unit_hint", "get_question", "questions", "format_problem",
-           "require_format", "render", "show", "show_all", "feedback", "widget", "digest",
+           "make_question", "plausible_range", "unit_hint", "get_question", "questions",
+           "format_problem", "require_format", "render", "show", "show_all", "feedback", "widget", "digest",
            "encode_number", "decode_number", "encode_text", "decode_text", "default_salt"]
 

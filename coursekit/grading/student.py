@@ -3,9 +3,9 @@ without instructor tools.
 
 ``bundle(root, dest)`` writes ``dest/`` (``make student-bundle``: ``dist/student/``): every
 ``release/<assignment>/`` folder, the student wheel (no implementation of a graded function:
-:mod:`coursekit.grading.studentlib`), a student ``README.md``, an
-``index.html`` listing the notebooks (with "Open in Colab" links when
-``[tool.coursekit] colab-github`` is set), and a ``jupyter/`` configuration directory. A JupyterLab started with :func:`lab_command` (what
+:mod:`coursekit.grading.studentlib`), a student ``README.md``, an ``index.html`` listing the
+notebooks (with "Open in Colab" links when ``[tool.coursekit] colab-github`` is set), and a
+``jupyter/`` configuration directory. A JupyterLab started with :func:`lab_command` (what
 ``make student-lab`` runs) roots its file browser at ``dest/``, binds 127.0.0.1 with a token,
 and has none of nbgrader's instructor tools: the formgrader, create-assignment,
 assignment-list, course-list and validate server extensions are off (so no request can
@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from . import build as buildmod
+from . import studentlib
 
 NBGRADER_SERVER_EXTENSIONS = (
     "nbgrader.server_extensions.formgrader",
@@ -93,14 +94,6 @@ def index_html(names, colab_github: str = "") -> str:
             "</body></html>\n")
 
 
-def build_wheel(root: Path, dest: Path, log=print) -> Path:
-    """The student wheel into ``dest``: the library with no implementation of a graded
-    function, its calls from the notebooks replayed (:mod:`coursekit.grading.studentlib`)."""
-    from . import studentlib
-
-    return studentlib.build_student_wheel(root, dest, log=log)
-
-
 def bundle(root: Path, dest: Path, log=print) -> Path:
     """Write the student bundle ``dest`` from ``root`` (see the module docstring). A
     notebook already in ``dest`` is never replaced: a student's work is not overwritten."""
@@ -111,7 +104,7 @@ def bundle(root: Path, dest: Path, log=print) -> Path:
     for folder in sorted((root / "release").iterdir()):
         if folder.is_dir() and not (dest / folder.name).exists():
             shutil.copytree(folder, dest / folder.name)
-    build_wheel(root, dest, log=log)
+    studentlib.build_student_wheel(root, dest, log=log)
     settings = buildmod.course_settings(root)
     url = buildmod.course_url(root)
     wheel = buildmod.wheel_name(root)
