@@ -100,3 +100,14 @@ def test_float_slider_values_include_each_step():
     logs = studentlib.control_values(w.FloatLogSlider(value=0.05, base=10, min=-3, max=0,
                                                       step=0.1))
     assert len(logs) == 31 and logs[0] == pytest.approx(1e-3) and logs[-1] == 1.0
+
+
+def test_the_instructors_library_has_no_table_to_replay():
+    """A submission that calls the replay hook in the grading kernel (the instructor's full
+    library) to borrow recorded answers gets an error, never a value: the table exists only
+    in the student wheel, and a graded call replayed there comes from the notebooks' own
+    arguments, not the hidden tests'."""
+    rp._table.cache_clear()
+    with pytest.raises(rp.NotInStudentLibrary, match="missing from this student library"):
+        rp.replay("coursekit.training.memory.model_state_bytes",
+                  {"n_params": 1.5e9, "recipe": "mixed+adam"})
