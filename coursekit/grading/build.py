@@ -258,12 +258,37 @@ def release_leaks(root: Path, aids=None) -> list:
     return problems
 
 
+def validate_sources(root: Path, aids) -> None:
+    """Parse every authoring file before anything is written or deleted: a stray file
+    name in notebooks/ or a broken marker stops the build with ``file:line: message``."""
+    stray = sorted(p.name for p in (root / "notebooks").glob("*.py")
+                   if not ASSIGNMENT.match(p.stem))
+    if stray:
+        raise ValueError(f"notebooks/{stray[0]}: not an assignment file name; name it "
+                         "NN_name.py (two digits, '_', lowercase letters, digits and '_'), "
+                         "e.g. 08_reality_check.py" + (f" (also: {stray[1:]})" if stray[1:]
+                                                        else ""))
+    problems = []
+    for aid in aids:
+        try:
+            authoring.parse(authoring.read_py(root / "notebooks" / f"{aid}.py"))
+        except authoring.AuthoringError as exc:
+            text = str(exc)
+            match = re.match(r"line (\d+): (.*)", text, re.S)
+            where = f"notebooks/{aid}.py" + (f":{match.group(1)}" if match else "")
+            problems.append(f"{where}: {match.group(2) if match else text}")
+    if problems:
+        raise ValueError("the authoring files have errors (nothing was written):\n  "
+                         + "\n  ".join(problems))
+
+
 def build(root: Path, only=None, execute=True, log=print) -> list:
     """Build source, release and samples for every (or ``only``) assignment."""
     aids = [a for a in assignments(root) if not only or a in only]
     if only and set(only) - set(aids):
         raise ValueError(f"unknown assignment(s) {sorted(set(only) - set(aids))}; "
                          f"known: {assignments(root)}")
+    validate_sources(root, aids)
     for aid in aids:
         log(f"[build] {aid}: source notebook" + (" (executing pinned cells)" if execute else ""))
         write_source(root, aid, execute=execute)
