@@ -208,3 +208,26 @@ def test_bad_type_raises_type_error():
 
 def test_no_nan():
     assert math.isfinite(F.training_time(0, 1.0))
+
+
+def test_mfu_conventions_by_name():
+    # issue #17: both conventions by name; the defaults of model_flops_per_token unchanged
+    assert set(F.MFU_CONVENTIONS) == {"6N", "6N+attention"}
+    assert F.MFU_CONVENTIONS["6N"](1.5e9) == F.flops_per_token_6n(1.5e9) == 9e9
+    assert F.MFU_CONVENTIONS["6N+attention"](1.5e9, 48, 1600, 1024) == \
+        F.model_flops_per_token(1.5e9, 48, 1600, 1024) == 9e9 + 12 * 48 * 1600 * 1024
+    with pytest.raises(ValueError, match="seq_len must be >= 1"):
+        F.flops_per_token_6n_attention(1.5e9, 48, 1600, 0)
+
+
+def test_selective_recompute_flops():
+    # Korthikanti et al. 2022 §5 / App. A: one more forward of QK^T and attention x V,
+    # 2Bs^2h + 2Bs^2h per layer = 4*L*d*S per token (GPT-2 XL: +1.3% of model FLOPs)
+    model = F.model_flops_per_token(1.5e9, 48, 1600, 1024)
+    sel = F.hardware_flops_per_token(1.5e9, "selective", 48, 1600, 1024)
+    assert sel - model == 4 * 48 * 1600 * 1024
+    assert F.model_flops_per_token(1.5e9, 48, 1600, 1024) < sel < \
+        F.hardware_flops_per_token(1.5e9, "full", 48, 1600, 1024)
+    assert F.hfu(model, sel - model, 1.0, 1e15) >= F.mfu(model, 1.0, 1e15)
+    with pytest.raises(ValueError, match="selective.*d_model must be >= 1"):
+        F.hardware_flops_per_token(1.5e9, "selective", 48, 0, 1024)

@@ -168,3 +168,122 @@ def test_checkpointed_activation_bytes_precise_rule():
         pytest.approx(34.352, abs=1e-3)
     with pytest.raises(ValueError, match="k=49"):
         mem.checkpointed_activation_bytes(48, 49, layer, ckpt)
+
+
+# -- issue #17: the attention kernel, and the allocator's peak ------------------------
+
+def test_attention_kernel_option():
+    # eager stays the default: Korthikanti sbh(34 + 5as/h), every number above unchanged
+    eager = mem.activation_bytes_per_layer(1024, 8, 1600, 25)
+    assert mem.activation_bytes_per_layer(1024, 8, 1600, 25, attention="eager") == eager
+    # a fused kernel saves O (already the output projection's input) and one fp32
+    # logsumexp per query and head (Dao et al. 2022 §3.1): 34sbh + 4asb
+    sdpa = mem.activation_bytes_per_layer(1024, 8, 1600, 25, attention="sdpa")
+    assert sdpa == 34 * 1024 * 8 * 1600 + 4 * 25 * 1024 * 8 == 446_464_000
+    assert mem.activation_bytes_per_layer(1024, 8, 1600, 25, attention="flash") == sdpa
+    assert eager - sdpa == 5 * 25 * 1024**2 * 8 - 4 * 25 * 1024 * 8
+    # tensor / sequence parallel split the heads: logsumexp / t
+    assert mem.activation_bytes_per_layer(1024, 8, 1600, 25, tp=8, attention="sdpa") == \
+        pytest.approx(1024 * 8 * 1600 * (10 + 3) + 4 * 25 * 1024 * 8 / 8)
+    assert mem.activation_bytes_per_layer(1024, 8, 1600, 25, tp=8, sequence_parallel=True,
+                                          attention="sdpa") == \
+        pytest.approx(1024 * 8 * 1600 * 34 / 8 + 4 * 25 * 1024 * 8 / 8)
+    # selective and full recomputation store no attention core with either kernel
+    for rc in ("selective", "full"):
+        assert mem.activation_bytes_per_layer(1024, 8, 1600, 25, recompute=rc,
+                                              attention="sdpa") == \
+            mem.activation_bytes_per_layer(1024, 8, 1600, 25, recompute=rc)
+    m = get_model("gpt2-1.5b")
+    assert mem.activation_bytes(m, 1024, 8, attention="sdpa") == 48 * sdpa
+    tm = mem.training_memory(m, micro_batch=8, seq_len=1024, attention="sdpa")
+    assert tm.activations == 48 * sdpa
+    assert mem.training_memory(m, micro_batch=8, seq_len=1024).activations == 48 * eager
+    with pytest.raises(ValueError, match="attention='xformers'.*'eager', 'sdpa', 'flash'"):
+        mem.activation_bytes_per_layer(1024, 8, 1600, 25, attention="xformers")
+
+
+@settings(max_examples=60, deadline=None)
+@given(s=st.integers(1, 8192), b=st.integers(1, 64), heads=st.sampled_from([8, 12, 16, 32]),
+       hd=st.sampled_from([64, 128]), t=st.sampled_from([1, 2, 4, 8]), sp=st.booleans())
+def test_fused_attention_never_keeps_more(s, b, heads, hd, t, sp):
+    # 4asb/t <= 5as^2b/t for every s >= 1
+    kw = dict(tp=t, sequence_parallel=sp)
+    h = heads * hd
+    assert mem.activation_bytes_per_layer(s, b, h, heads, attention="sdpa", **kw) <= \
+        mem.activation_bytes_per_layer(s, b, h, heads, **kw)
+
+
+def test_inventory_is_korthikanti_in_its_own_regime():
+    # pure bf16, eager, dropout, fused GELU, d_ff = 4h: the per-tensor inventory adds up to
+    # sbh(34 + 5as/h) exactly (Korthikanti et al. 2022 Eq. 1), and with SDPA to 34sbh + 4asb
+    for kernel in ("eager", "sdpa"):
+        terms = mem.saved_bytes_per_layer_terms("gpt2-1.5b", 1024, 8, precision="bf16",
+                                                attention=kernel)
+        assert sum(terms.values()) == mem.activation_bytes_per_layer(1024, 8, 1600, 25,
+                                                                     attention=kernel)
+    sel = mem.saved_bytes_per_layer_terms("gpt2-1.5b", 1024, 8, precision="bf16",
+                                          recompute="selective")
+    assert sum(sel.values()) == mem.activation_bytes_per_layer(1024, 8, 1600, 25,
+                                                               recompute="selective")
+    # HF's gelu_new as tensor ops saves 3 more 4h-wide bf16 tensors: +24 sbh
+    py = mem.saved_bytes_per_layer_terms("gpt2-1.5b", 1024, 8, precision="bf16",
+                                         gelu="python-tanh")
+    assert sum(py.values()) - sum(mem.saved_bytes_per_layer_terms(
+        "gpt2-1.5b", 1024, 8, precision="bf16").values()) == 24 * 1024 * 8 * 1600
+
+
+@pytest.mark.parametrize("size,precision,attn,b,saved", [
+    # autograd's saved-tensor bytes (saved_tensor_bytes, all dtypes) measured on the H200:
+    # ../shared/data/h200-gpt2/measurements.json, section A, no checkpointing
+    ("gpt2-124m", "bf16-autocast", "eager", 1, 2_327_213_580),
+    ("gpt2-124m", "bf16", "sdpa", 1, 757_960_908),
+    ("gpt2-355m", "fp32", "eager", 8, 53_667_930_116),
+    ("gpt2-355m", "bf16-autocast", "sdpa", 8, 19_742_468_484),
+    ("gpt2-1.5b", "bf16", "eager", 8, 88_540_946_436),
+    ("gpt2-1.5b", "bf16-autocast", "sdpa", 8, 59_000_854_404),
+])
+def test_saved_tensor_inventory_matches_autograd_on_the_h200(size, precision, attn, b, saved):
+    # every term of the derivation table, summed: within 0.05% (what is left out is the
+    # LayerNorm statistics, token ids and the attention mask, O(s*b))
+    p = mem.training_peak_memory(size, micro_batch=b, seq_len=1024, precision=precision,
+                                 attention=attn, gelu="python-tanh")
+    assert p.saved == pytest.approx(saved, rel=5e-4)
+    assert p.saved <= saved
+
+
+def test_logits_and_autocast_copies():
+    # one fp32 s x b x V tensor: GPT-2 at s = 1024, b = 1: 205,852,672 B (the H200 data's
+    # logits_fp32_bytes)
+    assert mem.logits_bytes(1024, 1, 50257) == 205_852_672
+    assert mem.logits_bytes(1024, 1, 50257, bytes_per_value=2) == 102_926_336
+    # bf16 copies of the GEMM weights: 2 x (12 x (768*2304 + 768^2 + 2*768*3072) + 50257*768)
+    assert mem.autocast_weight_copy_bytes("gpt2-124m") == 247_064_064
+    p = mem.training_peak_memory("gpt2-124m", micro_batch=4, seq_len=1024,
+                                 precision="bf16-autocast", attention="sdpa")
+    q = mem.training_peak_memory("gpt2-124m", micro_batch=4, seq_len=1024,
+                                 precision="fp32", attention="sdpa")
+    assert p.model_state == q.model_state == 16 * 124_439_808  # no master copy
+    assert p.phase == "loss backward" and p.live == p.saved + 2 * mem.logits_bytes(1024, 4,
+                                                                                  50257)
+    assert p.activation_peak == p.peak - p.model_state
+    kept = mem.training_peak_memory("gpt2-124m", micro_batch=4, seq_len=1024,
+                                    grads_set_to_none=False)
+    assert kept.live == p.live + p.gradients
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda: mem.training_peak_memory("gpt2-124m", micro_batch=1, seq_len=1024,
+                                      precision="fp16"), ValueError, "precision='fp16'"),
+    (lambda: mem.training_peak_memory("llama2-7b", micro_batch=1, seq_len=1024),
+     ValueError, "model='llama2-7b'.*GPT-2 block"),
+    (lambda: mem.training_peak_memory("gpt2-124m", micro_batch=1, seq_len=1024,
+                                      gelu="erf"), ValueError, "gelu='erf'"),
+    (lambda: mem.training_peak_memory("gpt2-124m", micro_batch=0, seq_len=1024),
+     ValueError, "micro_batch must be >= 1"),
+    (lambda: mem.training_peak_memory("gpt2-124m", micro_batch=1, seq_len=1024,
+                                      dropout=0.1), TypeError, "dropout must be True"),
+    (lambda: mem.logits_bytes(1024, 1, 0), ValueError, "vocab_size must be >= 1"),
+])
+def test_peak_model_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()

@@ -13,17 +13,21 @@ Conventions (stated to students):
   norms and activations ignored (they are O(B*S*d), not O(B*S*d^2)).
 * MFU counts model FLOPs only; HFU also counts recomputation (PaLM, Chowdhery et
   al. 2022, Appendix B). Both are fractions (0.115, not 11.5).
+* Two named model-FLOP conventions (:data:`MFU_CONVENTIONS`): ``"6N"`` and
+  ``"6N+attention"`` (6N + 12*L*d*s). Say which one a number uses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..units import HOUR, KWH, check_number
+from ..units import HOUR, KWH, check_choice, check_number
 
 __all__ = [
     "LayerFlops", "layer_forward_flops", "training_step_flops", "training_flops",
     "model_flops_per_token", "hardware_flops_per_token", "mfu", "hfu",
+    "MFU_CONVENTIONS", "flops_per_token_6n", "flops_per_token_6n_attention",
+    "RECOMPUTE_FLOP_MODES", "megatron_flops_per_iteration",
     "achieved_flops", "training_time", "device_seconds", "rental_cost",
     "purchase_cost", "break_even_runs", "training_energy", "electricity_cost",
     "carbon_emissions", "speedup_corrected_time",
@@ -124,19 +128,83 @@ def model_flops_per_token(n_params, n_layers=0, d_model=0, seq_len=0) -> float:
     return 6.0 * n + 12.0 * L * d * t
 
 
+def flops_per_token_6n(n_params) -> float:
+    """The ``"6N"`` convention: 6 FLOPs per parameter per token, forward + backward
+    (Kaplan et al. 2020 §2.1; chapter Napkin 1.5). No attention term. FLOPs per token."""
+    return 6.0 * _pos("n_params", n_params)
+
+
+def flops_per_token_6n_attention(n_params, n_layers, d_model, seq_len) -> float:
+    """The ``"6N+attention"`` convention: ``6*N + 12*L*d*s``, the dense (no causal
+    halving) QK^T and attention-over-values matmuls, forward + backward (PaLM, Chowdhery
+    et al. 2022, App. B; with N = 12*L*d^2 + V*d it equals Korthikanti et al. 2022 App. A
+    Eq. 7 / Narayanan et al. 2021 Eq. 3 per token). All arguments required. FLOPs/token."""
+    for name, value in (("n_layers", n_layers), ("d_model", d_model), ("seq_len", seq_len)):
+        check_number(name, value, minimum=1, integer=True)
+    return model_flops_per_token(n_params, n_layers, d_model, seq_len)
+
+
+MFU_CONVENTIONS = {"6N": flops_per_token_6n, "6N+attention": flops_per_token_6n_attention}
+"""Model-FLOP conventions by name: ``MFU_CONVENTIONS["6N"](n_params)`` and
+``MFU_CONVENTIONS["6N+attention"](n_params, n_layers, d_model, seq_len)``."""
+
+RECOMPUTE_FLOP_MODES = ("none", "selective", "full")
+
+
 def hardware_flops_per_token(n_params, recompute="none", n_layers=0, d_model=0,
                              seq_len=0) -> float:
     """FLOPs per token the hardware executes, recomputation included.
 
-    ``none``: model FLOPs; ``full``: one extra forward pass (+2N, +4*L*d*S for the
-    attention term), i.e. 8N (Korthikanti et al. 2022 §4; PaLM App. B). FLOPs/token.
+    ``none``: model FLOPs (:func:`model_flops_per_token`); ``full``: one extra forward
+    pass (+2N, +4*L*d*S for the attention term), i.e. 8N (Korthikanti et al. 2022 §4;
+    PaLM App. B); ``selective``: the attention core's forward again, QK^T and
+    attention over values, ``+4*L*d*S`` (Korthikanti et al. 2022 §5 and App. A: "an
+    additional forward pass attention matrix computation (2Bs^2h operations) and
+    attention over values (2Bs^2h operations)" per layer); it needs n_layers, d_model
+    and seq_len. FLOPs/token.
+
+    Note: the paper's Eq. 8 (and Eq. 9, 1 + s/(6h); its "2.7%" for GPT-3 and Table 5's
+    HFU) adds ``s/(3h) - s/(6h)``, i.e. +12*L*d*S per token, three times the forward
+    FLOPs its text describes. :func:`megatron_flops_per_iteration` reproduces the
+    paper's equations as printed; this function counts what the text describes.
     """
-    if recompute not in ("none", "full"):
-        raise ValueError(f"recompute={recompute!r} is not allowed; choose 'none' or 'full'")
+    check_choice("recompute", recompute, RECOMPUTE_FLOP_MODES)
     model = model_flops_per_token(n_params, n_layers, d_model, seq_len)
     if recompute == "none":
         return model
-    return model + model / 3.0
+    if recompute == "full":
+        return model + model / 3.0
+    for name, value in (("n_layers", n_layers), ("d_model", d_model), ("seq_len", seq_len)):
+        if value < 1:
+            raise ValueError(f"recompute='selective' recomputes the attention core, "
+                             f"4*L*d*S FLOPs per token: {name} must be >= 1, got {value!r}")
+    return model + 4.0 * n_layers * d_model * seq_len
+
+
+def megatron_flops_per_iteration(batch, seq_len, n_layers, hidden, vocab_size,
+                                 recompute="none") -> float:
+    """GEMM FLOPs of one training iteration of a GPT model (B = global batch, s, L, h, V):
+
+    ``none``: ``72*B*s*L*h^2*(1 + s/(6h) + V/(12*h*L))`` (model FLOPs; Korthikanti et al.
+    2022, App. A, Eq. 7; Narayanan et al. 2021, Eq. 3 without recomputation);
+    ``selective``: ``72*B*s*L*h^2*(1 + s/(3h) + V/(12*h*L))`` (Eq. 8 as printed, which
+    Table 5's HFU and the "2.7%" of §5 use; it adds ``12*B*s^2*h`` per layer, three times
+    the recomputed forward ``4*B*s^2*h`` that App. A's text describes and
+    :func:`hardware_flops_per_token` counts); ``full``:
+    ``96*B*s*L*h^2*(1 + s/(6h) + V/(16*h*L))`` (Narayanan et al. 2021, Eq. 3: one more
+    forward of every layer, not of the logits layer). FLOPs per iteration.
+    """
+    B = check_number("batch", batch, minimum=1, integer=True)
+    s = check_number("seq_len", seq_len, minimum=1, integer=True)
+    L = check_number("n_layers", n_layers, minimum=1, integer=True)
+    h = check_number("hidden", hidden, minimum=1, integer=True)
+    V = check_number("vocab_size", vocab_size, minimum=1, integer=True)
+    check_choice("recompute", recompute, RECOMPUTE_FLOP_MODES)
+    base = float(B) * s * L * h * h
+    if recompute == "full":
+        return 96.0 * base * (1 + s / (6 * h) + V / (16 * h * L))
+    attention = s / (3 * h) if recompute == "selective" else s / (6 * h)
+    return 72.0 * base * (1 + attention + V / (12 * h * L))
 
 
 def achieved_flops(flops_per_step, step_time, n_devices=1) -> float:
