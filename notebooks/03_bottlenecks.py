@@ -8,11 +8,13 @@
 #
 # **You will be able to:** compute arithmetic intensity and an accelerator's ridge point; say
 # whether a kernel is memory- or compute-bound and how fast it can possibly run; find the slowest
-# stage of a data pipeline and the utilization it leaves the accelerator; compare serial and
-# overlapped iteration time; predict the warp-quantization tax; and turn profiler signals into a
-# diagnosis and the technique that addresses it.
+# stage of a data pipeline and the utilization it leaves the accelerator; choose the fewest
+# loader workers for a utilization target, and see when no number of workers can reach it;
+# compare serial and overlapped iteration time; predict the warp-quantization tax; turn profiler
+# signals into a diagnosis and the technique that addresses it; and name a run's binding
+# constraint from its counters, with the number that proves it.
 #
-# **Time:** about 75 minutes. **Points:** 17, in 8 graded cells.
+# **Time:** about 100 minutes. **Points:** 24, in 10 graded cells.
 #
 # ### Conventions used in this notebook (read them once)
 # * **Bytes are HBM traffic**: each input read once, each output written once (ideal caching).
@@ -22,7 +24,8 @@
 # * **Rates** are items per second (batches, samples, bytes); compare stages in the same item.
 #   Utilizations are fractions (0.2, not 20).
 # * **Diagnosis labels** are exactly one of `"data-bound"`, `"memory-bound"`,
-#   `"compute-bound"`, `"capacity-bound"`, `"overhead-bound"` (Part 6 defines the rule).
+#   `"compute-bound"`, `"capacity-bound"`, `"overhead-bound"` (Part 6 gives a rule for
+#   profiler summaries, then has you derive one from per-step counters).
 
 # %% [setup]
 # Setup: imports. In Colab this installs coursekit first if it is missing (no restart needed).
@@ -423,6 +426,139 @@ for _w, _p in ((4, 2), (8, 2), (16, 4)):
 viz.pipeline_explorer(accelerator_utilization)
 
 # %% [markdown]
+# ### Design exercise: the fewest loader workers for a utilization target
+#
+# **The situation.** ResNet-50 trains at **2,470 images/s** on one A100-80GB in mixed precision
+# (NVIDIA DeepLearningExamples, ResNet-50 v1.5 for PyTorch, 1 GPU, 21.03 container). With
+# prefetching the stages overlap (Part 4), so the accelerator is busy
+# $U = \min(1, R_\text{pipeline}/R_\text{compute})$ (Eq 11), where the pipeline runs at its
+# slowest stage (Eq 9) and $N$ workers give $N$ times one worker's rate (Eq 8):
+#
+# * **decode + augment:** one DataLoader worker on one CPU core handles about **250
+#   images/s** (an assumed figure, 4 ms per JPEG for decode, random-resized crop and flip;
+#   measure your own);
+# * **storage:** a local NVMe at 7 GB/s, × 0.1 for shuffled access (Eq 7) = 0.7 GB/s; an
+#   ImageNet JPEG averages about 110 KB (the 138 GB ILSVRC-2012 training set holds 1.28 M
+#   images), so 0.7 × 10⁹ / 110 × 10³ ≈ 6,364 images/s;
+# * **host-to-device copy:** PCIe Gen4 x16 (A100 datasheet: 64 GB/s, i.e. 32 GB/s per
+#   direction) carrying 224 × 224 × 3 uint8 = 150,528 bytes per image: ≈ 212,585 images/s.
+#
+# A DGX A100 has 128 CPU cores for its 8 GPUs (DGX A100 datasheet: 2 × AMD EPYC 7742), so
+# 16 cores per GPU; a DGX H100 has 112 for 8 (2 × Xeon Platinum 8480C), 14 per GPU.
+#
+# **Predict before you code:** how many workers keep this A100 at least 90% busy? Now move
+# the same dataset to an NFS share over 10 GbE (1.25 GB/s line rate, × 0.1 for shuffled
+# access, Eq 7): how many workers then? (Compute the best utilization any number of workers
+# can give before you count workers.)
+#
+# Write `min_loader_workers(worker_rate, compute_rate, other_rates, target)`: the **fewest**
+# workers $N$ (an int, at least 1) for which the accelerator's utilization is at least
+# `target`. `worker_rate` is what one worker delivers and `compute_rate` what the accelerator
+# consumes, in items/s; `other_rates` is a dict `{stage name: items/s}` of the other stages
+# (it may be empty); all rates count the same item. Raise `ValueError` if `target` is not in
+# (0, 1], if a rate is not positive, or if **no** number of workers can reach `target`
+# because another stage caps the pipeline (say which stage in the message).
+
+# %% [answer id=ex_min_workers]
+def min_loader_workers(worker_rate, compute_rate, other_rates, target):
+    """Fewest workers (an int >= 1) with utilization >= target; ValueError if target is not
+    in (0, 1], a rate is not positive, or another stage caps utilization below target."""
+    ### BEGIN SOLUTION
+    if not 0 < target <= 1:
+        raise ValueError(f"target must be in (0, 1], got {target}")
+    rates = [worker_rate, compute_rate, *other_rates.values()]
+    if min(rates) <= 0:
+        raise ValueError("every rate must be > 0")
+    if other_rates:
+        stage = min(other_rates, key=other_rates.get)
+        cap = min(1.0, other_rates[stage] / compute_rate)
+        if cap < target:
+            raise ValueError(f"{stage} caps utilization at {cap:.3f} < target {target}")
+    n = 1
+    while min(1.0, n * worker_rate / compute_rate) < target:
+        n += 1
+    return n
+    ### END SOLUTION
+
+# %% [test id=test_min_workers points=3]
+_resnet_a100 = {"storage (NVMe)": 0.7e9 / 110e3, "PCIe Gen4": 32e9 / 150_528}
+ck.check_exact(ck.call(min_loader_workers, 250, 2470, _resnet_a100, 0.9), 9,
+               name="ResNet-50 on an A100, 90% busy", reveal=True)
+print("visible test passed: 9 workers keep the A100 at least 90% busy")
+### BEGIN HIDDEN TESTS
+ck.forbid(ref_pipeline.min_workers_for_utilization, ref_pipeline.utilization_cap, ref_pipeline.utilization_with_workers, ref_pipeline.workers_needed)
+_nvme = {"storage (NVMe)": 0.7e9 / 110e3, "PCIe Gen4": 32e9 / 150_528}
+# same A100 at 95 %: 0.95 x 2470 / 250 = 9.386 -> 10 (NVMe cap 6,364/2,470 > 1)
+ck.case('A100_95pct', lambda: min_loader_workers(250, 2470, _nvme, 0.95),
+        expect=ck.exactly(10), name='ResNet-50 on an A100, 95% busy')
+# GPT-2 124M on an H100 at 40 % MFU: 0.4 x 989.4e12 / (6 x 124e6) = 531,935.5 tokens/s;
+# one core tokenizes 500K tokens/s (Example 1.1); text at 0.7 GB/s / 4 B per token,
+# int64 ids over PCIe Gen5 (64 GB/s per direction): 0.95 x 531935.5 / 5e5 = 1.0107 -> 2
+ck.case('H100_GPT-2_tokens', lambda: min_loader_workers(5e5, 531935.5, {"storage": 0.7e9 / 4, "PCIe Gen5": 64e9 / 8}, 0.95),
+        expect=ck.exactly(2), name='GPT-2 124M on an H100, tokens/s')
+# Example 1.1 in batches/s: one core 1/65.536 ms = 15.26 > step 1/84.4 ms = 11.85 -> 1
+ck.case('Example_1.1', lambda: min_loader_workers(1 / 0.065536, 1 / 0.0844, {"storage": 0.7e9 / 262_144, "PCIe Gen3": 15.75e9 / 262_144}, 0.95),
+        expect=ck.exactly(1), name='Example 1.1 (V100), batches/s')
+# heavy augmentation, no other stage: 0.92 x 1900 / 45 = 38.84 -> 39 (more than a
+# DGX H100's 14 cores per GPU: the design needs GPU decoding, but the count is 39)
+ck.case('no_other_stage', lambda: min_loader_workers(45, 1900, {}, 0.92),
+        expect=ck.exactly(39), name='heavy augmentation, no other stage')
+# exactly 100 %: 4 x 50 = 200 = compute rate -> 4 (at least, not more than)
+ck.case('target_1', lambda: min_loader_workers(50, 200, {"PCIe": 1e6}, 1.0),
+        expect=ck.exactly(4), name='target = 1, reached exactly')
+# the cap equals the target: 180 / 200 = 0.9 is reachable; 0.9 x 200 / 50 = 3.6 -> 4
+ck.case('cap_equals_target', lambda: min_loader_workers(50, 200, {"storage": 180}, 0.9),
+        expect=ck.exactly(4), name='cap = target')
+# storage at 2,400 images/s caps the A100 at 2400/2470 = 0.9717: 95 % needs 10 workers ...
+ck.case('cap_just_above', lambda: min_loader_workers(250, 2470, {"storage": 2400}, 0.95),
+        expect=ck.exactly(10), name='cap just above the target')
+# ... and 98 % is out of reach however many workers
+ck.case('cap_just_below', lambda: min_loader_workers(250, 2470, {"storage": 2400}, 0.98),
+        expect=ck.raises(ValueError), weight=2, name='cap just below the target')
+# an old SATA SSD: 550 MB/s x 0.1 / 110 KB = 500 images/s -> cap 0.2024 < 0.5
+ck.case('SATA_cap', lambda: min_loader_workers(250, 2470, {"storage (SATA)": 0.55e9 * 0.1 / 110e3, "PCIe Gen4": 32e9 / 150_528}, 0.5),
+        expect=ck.raises(ValueError), weight=2, name='SATA SSD caps the pipeline')
+ck.case('target_0', lambda: min_loader_workers(250, 2470, _nvme, 0.0),
+        expect=ck.raises(ValueError), name='target = 0')
+ck.case('target_above_1', lambda: min_loader_workers(250, 2470, _nvme, 1.5),
+        expect=ck.raises(ValueError), name='target = 1.5')
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Utilization against the number of workers, for the local NVMe and for the NFS share. Each
+# worker adds the same slope until a stage that workers do not touch takes over; past that
+# point, workers only cost CPU cores and host memory (each buffers `prefetch_factor` batches,
+# Eq 14). The curve uses **your** `accelerator_utilization` from Part 3 when it works.
+
+# %%
+_nfs = {"storage (NFS, 10 GbE)": 1.25e9 * 0.1 / 110e3, "PCIe Gen4": 32e9 / 150_528}
+fig, axes = plt.subplots(1, 2, figsize=(14, 4))
+viz.plot_utilization_vs_workers(250, 2470, _resnet_a100, target=0.9, max_workers=24,
+                                cores=16, util_fn=accelerator_utilization, ax=axes[0],
+                                title="ResNet-50 on an A100, data on a local NVMe")
+viz.plot_utilization_vs_workers(250, 2470, _nfs, target=0.9, max_workers=24, cores=16,
+                                util_fn=accelerator_utilization, ax=axes[1],
+                                title="the same, data on NFS over 10 GbE")
+fig.tight_layout()
+plt.show()
+for _where, _stages in (("local NVMe", _resnet_a100), ("NFS over 10 GbE", _nfs)):
+    try:
+        print(f"{_where}: your min_loader_workers -> "
+              f"{min_loader_workers(250, 2470, _stages, 0.9)} workers for 90%")
+    except NotImplementedError:
+        print(f"{_where}: implement min_loader_workers to see your answer here")
+    except Exception as _err:  # show what your function raised
+        print(f"{_where}: your min_loader_workers raised {type(_err).__name__}: {_err}")
+
+# %% [markdown]
+# On NFS, nothing changes after the fifth worker: the storage link, not the CPU, sets the
+# pace, and the fix is on that stage (a local copy or cache of the dataset, a faster link, or
+# a sequential record format such as WebDataset or TFRecord, which lifts the 0.1
+# random-access factor of Eq 7). And when the count you need exceeds the cores per GPU (16 on
+# a DGX A100, 14 on a DGX H100), "more workers" is not on the menu either: move decoding to
+# the GPU (NVIDIA DALI / nvJPEG) or preprocess offline.
+
+# %% [markdown]
 # ## Part 5 · Wave quantization: batch 33 costs as much as batch 64
 #
 # A GPU runs threads in warps of 32 (and blocks in waves over its SMs). A batch of 33 needs
@@ -660,7 +796,197 @@ for _step_name, _sig in _walk:
 # what remains ("synchronization, loss scaling, memory transfers, and kernel launch latency") and
 # the 8.6% MFU you computed in assignment 01: the arithmetic units are far from saturated. (The
 # chapter gives no HBM figure for this step; 40% is our assumption.)
+
+# %% [markdown]
+# ### Diagnose from counters: derive the rule instead of looking it up
 #
+# The rule table above reads a profiler *summary*, and its utilization signal is weak:
+# nvidia-smi's "GPU utilization" is the fraction of time *some* kernel was running, however
+# slowly. A
+# kernel-level profile (Nsight Systems for the timeline, Nsight Compute or DCGM for FLOP and
+# DRAM counters) lets you reason from the roofline instead. Per training step it gives:
+#
+# | counter | what it measures | unit |
+# |---|---|---|
+# | `step_time` | wall time of one step | s |
+# | `data_wait` | time the loop blocked on the DataLoader: the accelerator had no batch | s |
+# | `flops` | FLOPs the kernels executed | FLOP |
+# | `hbm_bytes` | bytes the kernels read from and wrote to HBM | bytes |
+# | `gpu_util` | nvidia-smi's utilization: fraction of the step some kernel was running | fraction |
+# | `memory_used` | peak memory allocated | bytes |
+#
+# Four runs, measured this way on an A100-80GB (312 TFLOP/s bf16 dense, 2,039 GB/s) and an
+# H100 SXM (989.4 TFLOP/s bf16 dense, 3,350 GB/s; NVIDIA datasheets, as in
+# `coursekit.hardware`):
+
+# %%
+H100 = get_accelerator("H100-SXM")
+RUNS = {  # counters per training step
+    "1. GPT-2 124M fine-tune, 1 loader worker (A100)":
+        (dict(step_time=0.180, data_wait=0.108, flops=1.2e13, hbm_bytes=4.0e10,
+              gpu_util=0.40, memory_used=21e9), A100),
+    "2. long-context fine-tune, eager attention (A100)":
+        (dict(step_time=0.120, data_wait=0.001, flops=6.0e12, hbm_bytes=2.0e11,
+              gpu_util=0.98, memory_used=71e9), A100),
+    "3. 7B pretraining, large GEMMs (H100)":
+        (dict(step_time=1.0, data_wait=0.002, flops=6.2e14, hbm_bytes=1.4e12,
+              gpu_util=0.99, memory_used=79e9), H100),
+    "4. small model, batch 8 (H100)":
+        (dict(step_time=0.025, data_wait=0.0005, flops=2.5e12, hbm_bytes=1.2e10,
+              gpu_util=0.72, memory_used=6e9), H100),
+}
+print(f"{'run':<52}{'step':>9}{'wait':>9}{'FLOPs':>10}{'HBM bytes':>11}{'util':>6}{'mem':>7}")
+for _name, (_c, _gpu) in RUNS.items():
+    print(f"{_name:<52}{_c['step_time'] * 1e3:6.1f} ms{_c['data_wait'] * 1e3:6.1f} ms"
+          f"{_c['flops']:10.2e}{_c['hbm_bytes']:11.2e}{_c['gpu_util']:6.0%}"
+          f"{_c['memory_used'] / GB:4.0f} GB")
+
+# %% [markdown]
+# **Predict before you code:** run 2's GPU is busy 98% of the time, so Part 6's rule calls it
+# compute-bound. Work out its arithmetic intensity (FLOPs per HBM byte) and compare it with
+# the A100's ridge: which roof can it be pressed against? And run 3 uses 79 of 80 GB: does
+# that make it slow?
+#
+# **Derive the rule.** Every second of a step goes one of three ways:
+# 1. the accelerator waits for input: `data_wait` (the idle share of Eq 11);
+# 2. the kernels do the step's work. By Part 2's roofline, `flops` FLOPs that move `hbm_bytes`
+#    bytes cannot take less than some minimum time on this accelerator: derive that minimum
+#    from $P(I) = \min(R_\text{peak}, I \cdot BW)$, and note which roof sets it;
+# 3. the rest: the time the kernels took beyond that minimum (launch gaps, synchronization,
+#    small or badly shaped kernels: overhead).
+#
+# The **binding constraint** is the largest of the three: the one to fix first.
+#
+# Write `binding_constraint(run, peak_flops, hbm_bandwidth)` returning a tuple
+# `(label, share)`. The label is `"data-bound"` for part 1; `"compute-bound"` or
+# `"memory-bound"` for part 2, whichever roof sets the minimum (at exactly the ridge,
+# `"compute-bound"`, as in Part 2); `"overhead-bound"` for part 3. `share` is the fraction of
+# `step_time` that part takes (a float between 0 and 1, checked to a relative 10⁻⁶): the
+# number that proves the label. `run` is a dict of counters like those above and may hold
+# other counters too: decide which ones matter. Raise `ValueError` if `step_time` is not
+# positive, if a counter is negative, or if the counters are impossible (the wait plus the
+# roofline minimum exceed the step: the profile claims more than the datasheet allows, as a
+# double-counted FLOP total would). The hidden tests use runs you have not seen, on the A100,
+# the H100 and a made-up accelerator.
+
+# %% [answer id=ex_binding]
+def binding_constraint(run, peak_flops, hbm_bandwidth):
+    """(label, share of the step) of the largest part: data wait, the roofline minimum of
+    the step's work, or the rest; ValueError for impossible or negative counters."""
+    ### BEGIN SOLUTION
+    step, wait = run["step_time"], run["data_wait"]
+    flops, moved = run["flops"], run["hbm_bytes"]
+    if step <= 0 or min(wait, flops, moved) < 0:
+        raise ValueError("step_time must be > 0 and every counter >= 0")
+    t_compute, t_memory = flops / peak_flops, moved / hbm_bandwidth
+    roof = max(t_compute, t_memory)
+    if wait + roof > step * (1 + 1e-9):
+        raise ValueError(f"impossible counters: {wait} s wait + {roof} s roofline minimum "
+                         f"> {step} s step")
+    roof_label = "compute-bound" if t_compute >= t_memory else "memory-bound"
+    parts = {"data-bound": wait, roof_label: roof, "overhead-bound": step - wait - roof}
+    label = max(parts, key=parts.get)
+    return label, parts[label] / step
+    ### END SOLUTION
+
+# %% [test id=test_binding points=4]
+_got = ck.call(binding_constraint, RUNS["1. GPT-2 124M fine-tune, 1 loader worker (A100)"][0],
+               312e12, 2.039e12)
+assert isinstance(_got, (tuple, list)) and len(_got) == 2, \
+    f"binding_constraint should return a tuple (label, share), got {_got!r}"
+ck.check_exact(_got[0], "data-bound", name="run 1: label", reveal=True)
+ck.check_close(_got[1], 0.6, name="run 1: share of the step", reveal=True)
+print("visible test passed: run 1 waits for data 60% of every step")
+### BEGIN HIDDEN TESTS
+ck.forbid(ref_roofline.binding_constraint, ref_roofline.step_breakdown, ref_roofline.diagnose_bottleneck)
+_A = (312e12, 2.039e12)       # A100-80GB datasheet: bf16 dense, HBM2e
+_H = (989.4e12, 3.35e12)      # H100 SXM datasheet: bf16 dense, HBM3
+# 97 % "busy" but I = 1.9e13 / 4.3e11 = 44 FLOP/byte < ridge 153: memory roof
+# 4.3e11 / 2.039e12 = 0.210888 s of 0.25 s = 0.843551 (overhead 0.1484, wait 0.008)
+_busy = dict(step_time=0.25, data_wait=0.002, flops=1.9e13, hbm_bytes=4.3e11, gpu_util=0.97,
+             memory_used=61e9)
+ck.case('busy_memory_label', lambda: binding_constraint(_busy, *_A)[0],
+        expect=ck.exactly("memory-bound"), name='A100 97% busy: label')
+ck.case('busy_memory_share', lambda: binding_constraint(_busy, *_A)[1],
+        expect=ck.approx(0.8435507601765572), name='A100 97% busy: share')
+# memory nearly full but I = 450 > ridge 295: 2.7e14 / 989.4e12 = 0.272893 s of 0.5 s
+# = 0.545785 (overhead 0.4442, wait 0.01)
+_full = dict(step_time=0.5, data_wait=0.005, flops=2.7e14, hbm_bytes=6.0e11, gpu_util=0.99,
+             memory_used=79.1e9)
+ck.case('full_compute_label', lambda: binding_constraint(_full, *_H)[0],
+        expect=ck.exactly("compute-bound"), name='H100 79 GB used: label')
+ck.case('full_compute_share', lambda: binding_constraint(_full, *_H)[1],
+        expect=ck.approx(0.5457853244390539), name='H100 79 GB used: share')
+# JPEG decoding starves an H100: 0.118 / 0.21 = 0.561905 (memory roof 0.1564, rest 0.2817)
+_jpeg = dict(step_time=0.21, data_wait=0.118, flops=6.3e12, hbm_bytes=1.1e11, gpu_util=0.41,
+             memory_used=30e9)
+ck.case('starved_label', lambda: binding_constraint(_jpeg, *_H)[0],
+        expect=ck.exactly("data-bound"), name='H100 starved by JPEG decoding: label')
+ck.case('starved_share', lambda: binding_constraint(_jpeg, *_H)[1],
+        expect=ck.approx(0.5619047619047619), name='H100 starved by JPEG decoding: share')
+# small kernels, 95 % busy: memory roof 3e10 / 3.35e12 = 0.0089552 s; rest 0.04 - 0.001 -
+# 0.0089552 = 0.0300448 s -> 0.751119
+_tiny = dict(step_time=0.04, data_wait=0.001, flops=4.0e12, hbm_bytes=3.0e10, gpu_util=0.95,
+             memory_used=9e9)
+ck.case('tiny_kernels_label', lambda: binding_constraint(_tiny, *_H)[0],
+        expect=ck.exactly("overhead-bound"), name='H100 small kernels: label')
+ck.case('tiny_kernels_share', lambda: binding_constraint(_tiny, *_H)[1],
+        expect=ck.approx(0.7511194029850745), name='H100 small kernels: share')
+# the datasheet ridge, not the chapter's 156: I = 4e13 / 2.6e11 = 153.8 > 153.0 -> compute
+# 4e13 / 312e12 = 0.128205 s of 0.2 s = 0.641026
+_ridge = dict(step_time=0.2, data_wait=0.004, flops=4.0e13, hbm_bytes=2.6e11)
+ck.case('A100_ridge_label', lambda: binding_constraint(_ridge, *_A)[0],
+        expect=ck.exactly("compute-bound"), name='A100 just above the ridge: label')
+ck.case('A100_ridge_share', lambda: binding_constraint(_ridge, *_A)[1],
+        expect=ck.approx(0.641025641025641), name='A100 just above the ridge: share')
+# exactly at the ridge of a made-up accelerator (300 TFLOP/s, 2 TB/s, ridge 150):
+# 1.5e14 / 3e14 = 1e12 / 2e12 = 0.5 s of 0.8 s -> compute-bound, 0.625
+ck.case('at_ridge_label', lambda: binding_constraint(dict(step_time=0.8, data_wait=0.05, flops=1.5e14, hbm_bytes=1e12), 300e12, 2e12)[0],
+        expect=ck.exactly("compute-bound"), name='exactly at the ridge: label')
+# the largest part need not be a majority: wait 0.123 / 0.3 = 0.41 > compute 0.3419
+ck.case('plurality_label', lambda: binding_constraint(dict(step_time=0.3, data_wait=0.123, flops=3.2e13, hbm_bytes=1.5e11), *_A)[0],
+        expect=ck.exactly("data-bound"), name='largest part below one half: label')
+# 1e14 FLOPs in 0.25 s = 400 TFLOP/s on a 312 TFLOP/s A100: impossible
+ck.case('impossible_counters', lambda: binding_constraint(dict(step_time=0.25, data_wait=0.01, flops=1.0e14, hbm_bytes=1e11), *_A),
+        expect=ck.raises(ValueError), weight=2, name='more FLOP/s than the datasheet')
+ck.case('negative_counter', lambda: binding_constraint(dict(step_time=0.25, data_wait=0.01, flops=1e13, hbm_bytes=-1.0), *_A),
+        expect=ck.raises(ValueError), name='negative hbm_bytes')
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Each step split three ways, computed by `coursekit` for the four runs of the table:
+
+# %%
+viz.plot_step_breakdown({_name: (_c, _gpu.peak("bf16"), _gpu.hbm_bandwidth)
+                         for _name, (_c, _gpu) in RUNS.items()})
+plt.show()
+for _name, (_c, _gpu) in RUNS.items():
+    try:
+        _label, _share = binding_constraint(_c, _gpu.peak("bf16"), _gpu.hbm_bandwidth)
+        _mine = f"{_label}, {_share:.0%} of the step"
+    except NotImplementedError:
+        _mine = "(implement binding_constraint)"
+    except Exception as _err:  # a bug: show it, keep the table
+        _mine = f"raised {type(_err).__name__}"
+    # Part 6's rule on the same run; the profiles hold no CPU figure, so we assume a busy
+    # loader (idle gaps, CPU 0.9) when the wait exceeds a tenth of the step
+    _starved = _c["data_wait"] > 0.1 * _c["step_time"]
+    _rule = ref_roofline.diagnose_bottleneck(
+        gpu_util=_c["gpu_util"], cpu_util=0.9 if _starved else 0.3, idle_gaps=_starved,
+        hbm_util=min(1.0, _c["hbm_bytes"] / _gpu.hbm_bandwidth / _c["step_time"]))
+    print(f"{_name:<52} yours: {_mine:<34} Part 6's rule: {_rule}")
+
+# %% [markdown]
+# The counters settle what the summary could not. Run 2 is "98% busy" and memory-bound: its
+# kernels stream bytes at close to the HBM roof while doing few FLOPs each, so the fix is
+# fewer bytes (FlashAttention, fusion), not more TFLOP/s. Run 4 is memory- and compute-light
+# and still slow: most of its step is neither roof, the signature of launch overhead and
+# small, badly shaped kernels (Part 5's waves), fixed with larger batches, fusion or CUDA
+# graphs. Memory used tells you whether a run fits (assignment 02), not how fast it goes.
+# Part 6's table stays useful when a summary is all you have; the three-way split is what a
+# profile lets you prove.
+
+# %% [markdown]
 # ### Explore the roofline
 # Pick an accelerator, a dtype and a GEMM shape: where does it sit? The roof comes from your
 # `attainable` when it works. Try m = 1 (one token at a time, as in decoding).
@@ -677,8 +1003,13 @@ viz.roofline_explorer(_student_roof)
 # * A pipeline runs at its slowest stage; an accelerator fed at 20% of its rate is 80% idle, and
 #   a faster accelerator only lowers that percentage.
 # * Prefetching turns sum into max, at the cost of host memory for the buffered batches.
+# * Workers raise utilization only up to the cap the other stages set: find the cap first,
+#   then count workers; past it, fix the stage that sets it.
 # * Batch sizes just past a multiple of 32 waste up to half the lanes.
 # * Diagnose before fixing: one rule, one label, one first technique; then re-profile.
+# * With counters, split the step into data wait, roofline minimum and the rest: the largest
+#   part binds, and its share of the step is the proof. "GPU utilization" and memory used
+#   are not that proof.
 #
 # **Reflection (ungraded):** a colleague reports "GPU utilization 97%, MFU 12%, HBM at 90%".
 # What does our rule say, what would you expect Nsight Compute to show for the top kernels, and

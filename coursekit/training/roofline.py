@@ -16,6 +16,7 @@ Conventions (stated to students):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,7 @@ __all__ = [
     "roofline_time", "gemm", "elementwise", "layernorm", "softmax",
     "attention_scores", "chapter_operations", "BOUNDS",
     "LABELS", "TECHNIQUES", "diagnose_bottleneck", "recommend_technique",
+    "COUNTERS", "StepBreakdown", "step_breakdown", "binding_constraint",
 ]
 
 BOUNDS = ("memory-bound", "compute-bound")
@@ -240,3 +242,82 @@ def recommend_technique(label) -> str:
     check_choice("label", label, LABELS)
     return TECHNIQUES[label]
 
+
+
+# -- diagnosis from per-step counters (roofline + Eq 11), no threshold table ---------
+
+COUNTERS = ("step_time", "data_wait", "flops", "hbm_bytes")
+"""The per-step counters :func:`step_breakdown` reads (seconds, seconds, FLOPs, bytes)."""
+
+
+@dataclass(frozen=True)
+class StepBreakdown:
+    """One training step split three ways: waiting for input, the roofline minimum of the
+    step's work, and the rest (overhead). Seconds."""
+
+    step_time: float
+    data_wait: float
+    compute_time: float  # flops / peak
+    memory_time: float   # hbm_bytes / HBM bandwidth
+
+    @property
+    def roofline_time(self) -> float:
+        """Least time the step's kernels can take: max(F / R_peak, B / BW). Seconds."""
+        return max(self.compute_time, self.memory_time)
+
+    @property
+    def roof(self) -> str:
+        """``compute-bound`` if the FLOP roof sets the minimum (also at exactly the ridge),
+        else ``memory-bound``."""
+        return "compute-bound" if self.compute_time >= self.memory_time else "memory-bound"
+
+    @property
+    def overhead(self) -> float:
+        """step - data_wait - roofline_time: time beyond the roofline minimum. Seconds."""
+        return self.step_time - self.data_wait - self.roofline_time
+
+    def shares(self) -> dict:
+        """{label: fraction of the step} for the three parts (they add up to 1)."""
+        return {"data-bound": self.data_wait / self.step_time,
+                self.roof: self.roofline_time / self.step_time,
+                "overhead-bound": self.overhead / self.step_time}
+
+
+def step_breakdown(step_time, data_wait, flops, hbm_bytes, peak_flops,
+                   hbm_bandwidth) -> StepBreakdown:
+    """Split a measured step (seconds, seconds, FLOPs, HBM bytes) on an accelerator
+    (FLOP/s, bytes/s) into data wait (chapter 002 Eq 11: the accelerator idles), the
+    roofline minimum max(F / R_peak, B / BW) (Williams et al. 2009) and overhead.
+
+    ValueError if step_time <= 0, a counter is negative, or the counters are impossible
+    (data_wait + roofline minimum > step_time, e.g. FLOPs counted against a sparse peak).
+    """
+    step = check_number("step_time", step_time, minimum=0, strict=True)
+    wait = check_number("data_wait", data_wait, minimum=0)
+    f = check_number("flops", flops, minimum=0)
+    b = check_number("hbm_bytes", hbm_bytes, minimum=0)
+    peak = check_number("peak_flops", peak_flops, minimum=0, strict=True)
+    bw = check_number("hbm_bandwidth", hbm_bandwidth, minimum=0, strict=True)
+    out = StepBreakdown(step, wait, f / peak, b / bw)
+    if wait + out.roofline_time > step * (1 + 1e-9):
+        raise ValueError(
+            f"impossible counters: data_wait {wait:g} s + roofline minimum "
+            f"{out.roofline_time:g} s exceed step_time {step:g} s (check the FLOP and byte "
+            "counts against the datasheet peak and bandwidth)")
+    return out
+
+
+def binding_constraint(run, peak_flops, hbm_bandwidth) -> tuple:
+    """(label, share): the largest of the three parts of :func:`step_breakdown` and the
+    fraction of the step it takes. ``run`` maps :data:`COUNTERS` to numbers (other keys,
+    e.g. ``gpu_util`` or ``memory_used``, are ignored: they do not set the step time).
+    Labels are ``data-bound``, ``compute-bound``, ``memory-bound``, ``overhead-bound``.
+    """
+    if not isinstance(run, Mapping):
+        raise TypeError(f"run must be a mapping of counters, got {type(run).__name__}")
+    missing = [k for k in COUNTERS if k not in run]
+    if missing:
+        raise ValueError(f"run is missing the counters {missing}; needs {list(COUNTERS)}")
+    parts = step_breakdown(*(run[k] for k in COUNTERS), peak_flops, hbm_bandwidth).shares()
+    label = max(parts, key=parts.get)
+    return label, float(parts[label])

@@ -136,6 +136,39 @@ def plot_utilization_vs_mfu(values: dict, ax=None):
     return ax
 
 
+def plot_checkpoint_waste(scenarios: dict, ax=None, minutes=(1.0, 1440.0)):
+    """First-order wasted share of wall-clock time against the checkpoint interval.
+
+    ``scenarios`` maps a label to ``(checkpoint_s, mtbf_s, restart_s)``; each curve is
+    W(tau) = delta/tau + (tau/2 + R)/M (``reliability.expected_waste_fraction``) on a log
+    axis of intervals between ``minutes``; with one scenario its two parts are drawn too.
+    The lowest point of each curve on the plotted grid is marked. Returns the Axes."""
+    from ..training import reliability as REL
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    taus = np.logspace(math.log10(minutes[0] * 60), math.log10(minutes[1] * 60), 241)
+    lows = []
+    for i, (label, (delta, mtbf, restart)) in enumerate(scenarios.items()):
+        waste = np.array([REL.expected_waste_fraction(t, delta, mtbf, restart) for t in taus])
+        ax.semilogx(taus / 60, 100 * waste, color=f"C{i}", label=label)
+        j = int(np.argmin(waste))
+        lows.append(waste[j])
+        ax.scatter([taus[j] / 60], [100 * waste[j]], color=f"C{i}", zorder=3)
+        if len(scenarios) == 1:
+            ax.semilogx(taus / 60, 100 * delta / taus, "--", color="0.5",
+                        label="checkpoint writes δ/τ")
+            ax.semilogx(taus / 60, 100 * (taus / 2 + restart) / mtbf, ":", color="0.3",
+                        label="lost work + restarts (τ/2 + R)/M")
+    ax.set_ylim(0, min(100.0, 100 * 4 * max(lows)))
+    ax.set_xlabel("checkpoint interval τ (minutes of training)")
+    ax.set_ylabel("wasted share of wall-clock time (%)")
+    ax.set_title("Checkpoint too often and the writes waste time; too rarely and failures do",
+                 fontsize=9)
+    ax.legend(fontsize=8, loc="upper center")
+    return ax
+
+
 # -- 03: roofline, Gantt, sawtooth -----------------------------------------------------
 
 def _ops_for_dtype(dtype):
@@ -246,6 +279,91 @@ def plot_warp_sawtooth(max_batch=200, warp_size=32, util_fn=None, ax=None):
     src = "your function" if used else "coursekit"
     ax.set_title(f"Warp quantization, warp = {warp_size} threads (from {src})", fontsize=9)
     ax.set_ylim(0, 105)
+    return ax
+
+
+def plot_utilization_vs_workers(worker_rate, compute_rate, other_rates=None, target=None,
+                                max_workers=32, cores=None, util_fn=None, ax=None,
+                                title=None):
+    """Accelerator utilization (%) against the number of loader workers N = 1..max_workers:
+    U(N) = min(1, min(N * worker_rate, other stage rates) / compute_rate) (chapter 002
+    Eq 8, 9, 11). ``util_fn(pipeline_rate, compute_rate)`` is the student's Eq 11
+    (fallback: coursekit). Draws the workers-only line (what N workers would give with no
+    other stage), the cap the other stages set, ``target`` and a ``cores`` line (CPU cores
+    per GPU). ``other_rates``: ``{stage name: items/s}``. Returns the Axes."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3.6))
+    others = dict(other_rates or {})
+    floor = min(others.values(), default=math.inf)
+    ns = np.arange(1, int(max_workers) + 1)
+    used = util_fn is not None
+    ys = []
+    for n in ns:
+        y, ok = _try(util_fn, P.accelerator_utilization, min(n * worker_rate, floor),
+                     compute_rate)
+        used &= ok
+        ys.append(100 * y)
+    ax.plot(ns, 100 * np.minimum(1.0, ns * worker_rate / compute_rate), color="#999999",
+            linestyle=":", label="workers alone (Eq 8 / Eq 11)")
+    ax.plot(ns, ys, marker="o", markersize=3, color="C0", label="utilization U(N)")
+    if others and P.utilization_cap(compute_rate, others) < 1:
+        stage = min(others, key=others.get)
+        cap = 100 * P.utilization_cap(compute_rate, others)
+        ax.axhline(cap, color="C3", linestyle="--", linewidth=1)
+        ax.annotate(f"cap set by {stage}: {cap:.0f} %", xy=(ns[0], cap), xytext=(0, 4),
+                    textcoords="offset points", ha="left", fontsize=8, color="C3")
+    if target is not None:
+        ax.axhline(100 * target, color="C2", linestyle="-.", linewidth=1,
+                   label=f"target {100 * target:.0f} %")
+    if cores is not None and cores <= ns[-1]:
+        ax.axvline(cores, color="#555555", linestyle=":", linewidth=1)
+        ax.annotate(f"{cores} CPU cores per GPU", xy=(cores, 52), xytext=(-3, 0),
+                    textcoords="offset points", fontsize=8, color="#555555",
+                    rotation=90, ha="right", va="center")
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("data-loader workers N")
+    ax.set_ylabel("accelerator utilization (%)")
+    src = "your accelerator_utilization" if used else "coursekit"
+    ax.set_title(title or f"Utilization vs workers (Eq 11 from {src})", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    return ax
+
+
+def plot_step_breakdown(runs: dict, ax=None):
+    """One horizontal bar per run, split into data wait, the roofline minimum of the
+    step's work (compute or memory roof) and the rest (overhead), in percent of the step
+    (``roofline.step_breakdown``). ``runs`` maps a label to ``(counters, peak_flops,
+    hbm_bandwidth)``, counters as in ``roofline.COUNTERS``. Returns the Axes."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 1.0 + 0.55 * len(runs)))
+    names = list(runs)
+    colors = {"data wait": "#C44E52", "compute roof": "#4C72B0", "memory roof": "#DD8452",
+              "overhead": "#999999"}
+    seen = set()
+    for y, name in enumerate(names):
+        counters, peak, bw = runs[name]
+        b = R.step_breakdown(*(counters[k] for k in R.COUNTERS), peak, bw)
+        roof = "compute roof" if b.roof == "compute-bound" else "memory roof"
+        left = 0.0
+        for part, seconds in (("data wait", b.data_wait), (roof, b.roofline_time),
+                              ("overhead", b.overhead)):
+            width = 100 * seconds / b.step_time
+            ax.barh(y, width, left=left, color=colors[part],
+                    label=None if part in seen else part, edgecolor="white")
+            if width >= 6:
+                ax.annotate(f"{width:.0f} %", xy=(left + width / 2, y), ha="center",
+                            va="center", fontsize=8, color="white")
+            seen.add(part)
+            left += width
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels(names, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("share of the step time (%)")
+    ax.set_ylabel("run")
+    ax.set_title("Where each step goes: data wait, roofline minimum, the rest", fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=4)
+    ax.figure.tight_layout()
     return ax
 
 
