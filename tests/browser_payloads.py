@@ -1,6 +1,6 @@
 """A submission that tries to run its own HTML in whoever views it (issue #13).
 
-Built from bob's 01_training_cost notebook (a partial solution, 7 of 15 points). Every
+Built from bob's 01_training_cost notebook (a partial solution, 7 of 22 points). Every
 payload tries two things a real attacker wants: run a script in the viewer's page (each
 sets ``document.title`` to ``PWNED-<payload>``) and make the viewer's browser contact a URL
 the student chose (``http://127.0.0.1:<canary port>/<payload>``, a server the test runs and

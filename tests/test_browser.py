@@ -351,8 +351,8 @@ def test_formgrader_shows_the_class_and_flags_errors(browser, graded, instructor
         shots(page, "manage-assignments")
         assert errors == [], errors
         page.goto(f"{instructor.url}/formgrader/manage_students")
-        for student, score in (("alice", "15 / 15"), ("bob", "7 / 15"), ("carol", "0 / 15"),
-                               ("mallory", "7 / 15")):
+        for student, score in (("alice", "22 / 22"), ("bob", "7 / 22"), ("carol", "0 / 22"),
+                               ("mallory", "7 / 22")):
             row = page.locator("tr", has_text=student)
             row.first.wait_for(timeout=30_000)
             assert score in row.first.inner_text(), (student, row.first.inner_text())

@@ -22,7 +22,7 @@ from coursekit.grading import authoring
 
 from .conftest import ROOT
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[1-6]_*.py"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("0[1-68]_*.py"))
 INT_WORDS = re.compile(r"\bint\b|\bints\b|integer|whole number")
 
 
