@@ -23,7 +23,7 @@ EXPECTED = {
     "03_bottlenecks": {"max": 24, "alice": 24, "bob": 9, "carol": 0},
     "04_parallelism_advisor": {"max": 20, "alice": 20, "bob": 11, "carol": 0},
     "05_speculative_decoding": {"max": 20, "alice": 20, "bob": 9, "carol": 0},
-    "06_continuous_batching": {"max": 17, "alice": 17, "bob": 9, "carol": 0},
+    "06_continuous_batching": {"max": 21, "alice": 21, "bob": 9, "carol": 0},
     "07_self_checks": {"max": 49, "alice": 49, "bob": 26, "carol": 0},
     "08_reality_check": {"max": 13, "alice": 13, "bob": 4, "carol": 0},
 }

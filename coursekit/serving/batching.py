@@ -999,3 +999,118 @@ def h200_decode_vs_batch() -> DecodeVsBatch:
                          col(dec, "kv_bytes"), col(pre, "prompt_len"),
                          col(pre, "ms_median", 1e-3), col(pre, "gpu_kernel_ms", 1e-3),
                          raw["source"])
+
+
+# ---------------------------------------------------------------------------------
+# Choosing the number of slots: the token-step model on a clock
+# ---------------------------------------------------------------------------------
+def memory_bound_step_line(step_model, context_tokens) -> tuple:
+    """``(base_s, per_slot_s)`` of a memory-bound decode step of B sequences with
+    ``context_tokens`` of KV each: ``step(B) = base_s + per_slot_s x B`` with
+    ``base_s = overhead_s + weight_bytes / hbm_bandwidth`` and ``per_slot_s =
+    kv_bytes_per_token x context_tokens / hbm_bandwidth`` (the memory side of
+    :class:`StepTimeModel`; chapter §1.3). Equals ``decode_step_time(B, context_tokens)``
+    while the step is memory-bound. Seconds.
+
+    Llama-2-7B on an H100 (3.35 TB/s), 2 ms overhead, 1,024 tokens: 2 ms + 13.48 GB /
+    3.35 TB/s = 6.02 ms, and 1,024 x 0.5 MiB / 3.35 TB/s = 0.160 ms per slot.
+    """
+    if not isinstance(step_model, StepTimeModel):
+        raise TypeError(f"step_model must be a StepTimeModel, got {type(step_model).__name__}")
+    check_number("context_tokens", context_tokens, minimum=0)
+    bw = step_model.hbm_bandwidth
+    return (step_model.overhead_s + step_model.weight_bytes / bw,
+            step_model.kv_bytes_per_token * context_tokens / bw)
+
+
+@dataclass(frozen=True)
+class SlotTradeoff:
+    """Continuous batching of one queued workload (the token-step model, all requests at
+    step 0) at each candidate slot count B, on a clock where every step costs
+    ``step_time_s = base_step_s + per_slot_s x B``.
+
+    Arrays over ``candidates``: ``total_steps``, ``step_time_s``, ``p90_latency_s``
+    (``np.percentile`` of latency in steps x step time, linear interpolation),
+    ``mean_latency_s``. ``max_slots_kv``: sequences of ``kv_seq_tokens`` (prompt + the
+    longest output) whose 16-token KV blocks fit at once (vLLM §4.2). Seconds, tokens.
+    """
+
+    candidates: np.ndarray
+    total_steps: np.ndarray
+    step_time_s: np.ndarray
+    p90_latency_s: np.ndarray
+    mean_latency_s: np.ndarray
+    useful_tokens: int
+    kv_seq_tokens: int
+    max_slots_kv: int
+
+    @property
+    def makespan_s(self) -> np.ndarray:
+        """Time until the last request returns: ``total_steps x step_time_s``. Seconds."""
+        return self.total_steps * self.step_time_s
+
+    @property
+    def throughput_tokens(self) -> np.ndarray:
+        """Output tokens per second: ``useful_tokens / makespan_s``. Tokens/s."""
+        return self.useful_tokens / self.makespan_s
+
+    @property
+    def kv_fits(self) -> np.ndarray:
+        """Whether ``B`` worst-case sequences fit in the KV cache: ``B <= max_slots_kv``."""
+        return self.candidates <= self.max_slots_kv
+
+    def feasible(self, p90_slo_s) -> np.ndarray:
+        """Candidates that fit in the KV cache and meet ``p90_latency_s <= p90_slo_s``."""
+        check_number("p90_slo_s", p90_slo_s, minimum=0, strict=True)
+        return self.kv_fits & (self.p90_latency_s <= p90_slo_s)
+
+
+def slot_tradeoff(lengths, candidates, base_step_s, per_slot_s, kv_capacity_bytes,
+                  kv_bytes_per_token, prompt_tokens=0, block_size=BLOCK_SIZE) -> SlotTradeoff:
+    """Throughput, P90/mean latency and KV fit of continuous batching at each slot count.
+
+    For each B in ``candidates``: :func:`simulate_continuous` gives ``total_steps`` and the
+    latencies in steps; every step costs ``base_step_s + per_slot_s x B`` (a decode step
+    run at a fixed batch shape B, e.g. a captured CUDA graph; see
+    :func:`memory_bound_step_line`). KV: every slot reserves blocks for the longest request,
+    ``ceil((prompt_tokens + max(lengths)) / block_size)`` blocks, out of
+    ``floor(kv_capacity_bytes / (block_size x kv_bytes_per_token))`` (vLLM §4.2).
+    Seconds, tokens, bytes.
+    """
+    from .kv_cache import blocks_for_tokens
+
+    L = _int_array("lengths", lengths, 1)
+    C = _int_array("candidates", candidates, 1)
+    check_number("base_step_s", base_step_s, minimum=0, strict=True)
+    check_number("per_slot_s", per_slot_s, minimum=0)
+    check_number("kv_capacity_bytes", kv_capacity_bytes, minimum=0)
+    check_number("kv_bytes_per_token", kv_bytes_per_token, minimum=0, strict=True)
+    prompt = check_number("prompt_tokens", prompt_tokens, minimum=0, integer=True)
+    bs = check_number("block_size", block_size, minimum=1, integer=True)
+    seq = prompt + int(L.max())
+    cap_blocks = int(kv_capacity_bytes // (bs * kv_bytes_per_token))
+    max_slots = cap_blocks // blocks_for_tokens(seq, bs)
+    steps = base_step_s + per_slot_s * C.astype(float)
+    total, p90, mean = [], [], []
+    for B, dt in zip(C.tolist(), steps.tolist()):
+        r = simulate_continuous(L, B)
+        lat = r.latency * dt
+        total.append(r.total_steps)
+        p90.append(float(np.percentile(lat, 90)))
+        mean.append(float(lat.mean()))
+    return SlotTradeoff(C, _frozen(total, np.int64), _frozen(steps), _frozen(p90),
+                        _frozen(mean), int(L.sum()), seq, int(max_slots))
+
+
+def best_slot_count(tradeoff, p90_slo_s):
+    """The candidate B with the highest throughput among those that fit in the KV cache
+    and meet the P90 SLO (``p90_latency_s <= p90_slo_s``), the smallest B on a tie; None
+    when no candidate is feasible. An int (slots) or None."""
+    if not isinstance(tradeoff, SlotTradeoff):
+        raise TypeError(f"tradeoff must be a SlotTradeoff, got {type(tradeoff).__name__}")
+    ok = tradeoff.feasible(p90_slo_s)
+    if not ok.any():
+        return None
+    thr = np.where(ok, tradeoff.throughput_tokens, -np.inf)
+    best = thr.max()
+    return int(tradeoff.candidates[ok & (thr == best)].min())

@@ -209,3 +209,47 @@ def timeline_explorer(n_requests=40, seed=0, static_fn=None, continuous_fn=None)
     watch((policy, batch, rate, kv), redraw)
     redraw()
     return w.VBox([w.HBox([policy, batch]), w.HBox([rate, kv]), out])
+
+
+def plot_slot_tradeoff(tradeoff, p90_slo_s=None, chosen=None, axes=None):
+    """Throughput (tokens/s) and P90 latency (s) against the number of slots B for one
+    :class:`~coursekit.serving.batching.SlotTradeoff`: the candidates that fit in the KV
+    cache and meet the SLO shaded green, those the KV cache cannot hold hatched, the SLO
+    as a dashed line and ``chosen`` (a slot count or None) starred. Returns the two Axes."""
+    if axes is None:
+        _, axes = plt.subplots(2, 1, figsize=(7.5, 5.5), sharex=True)
+    ax_thr, ax_lat = axes
+    B = np.asarray(tradeoff.candidates, dtype=float)
+    order = np.argsort(B)
+    B = B[order]
+    thr = np.asarray(tradeoff.throughput_tokens)[order]
+    p90 = np.asarray(tradeoff.p90_latency_s)[order]
+    fits = np.asarray(tradeoff.kv_fits)[order]
+    ok = fits & (p90 <= p90_slo_s) if p90_slo_s is not None else fits
+    mids = (B[1:] + B[:-1]) / 2
+    half = (B[-1] - B[0]) / max(2 * (B.size - 1), 1) if B.size > 1 else 1.0
+    edges = np.concatenate([[B[0] - half], mids, [B[-1] + half]])
+    for ax in (ax_thr, ax_lat):
+        for i in range(B.size):
+            if ok[i]:
+                ax.axvspan(edges[i], edges[i + 1], color="C2", alpha=0.15, lw=0,
+                           label="feasible" if i == int(np.argmax(ok)) else None)
+            elif not fits[i]:
+                ax.axvspan(edges[i], edges[i + 1], facecolor="none", hatch="///", ec="0.6",
+                           lw=0, label="KV cache full" if i == int(np.argmin(fits)) else None)
+    ax_thr.plot(B, thr, "o-", color="C0", label="throughput")
+    ax_lat.plot(B, p90, "s-", color="C3", label="P90 latency")
+    if p90_slo_s is not None:
+        ax_lat.axhline(p90_slo_s, color="gray", ls="--", lw=1, label=f"SLO {p90_slo_s:g} s")
+    if chosen is not None and chosen in B:
+        i = int(np.flatnonzero(B == chosen)[0])
+        ax_thr.plot(B[i], thr[i], "*", ms=16, color="k", label=f"chosen: {chosen} slots")
+        ax_lat.plot(B[i], p90[i], "*", ms=16, color="k")
+    ax_thr.set_ylabel("throughput (tokens/s)")
+    ax_lat.set_ylabel("P90 latency (s)")
+    ax_lat.set_xlabel("slots B (sequences per decode step)")
+    ax_thr.set_title(f"Slots vs throughput and latency (KV cache holds {tradeoff.max_slots_kv} "
+                     f"sequences of {tradeoff.kv_seq_tokens:,} tokens)", fontsize=9)
+    ax_thr.legend(fontsize=8, loc="lower right")
+    ax_lat.legend(fontsize=8, loc="upper center")
+    return axes
