@@ -4,16 +4,18 @@
 # **Follows:** the "Model Training" chapter §1.6 "Scaling Training Systems" (Napkin Math 1.9
 # and 1.10, Table 20, Table 22, the Fallacies' "4–6× on 8 GPUs"), the lesson plan's
 # parallelism sections (data, tensor and pipeline parallelism, communication as the
-# constraint, ZeRO), its Check 1 and Exercise 4, and the lab plan "The Parallelism Paradox"
-# (scaling-efficiency curve, 3D-parallelism puzzle, sync vs async SGD with stragglers).
+# constraint, ZeRO), its Check 1 and Exercise 4, the lab plan "The Parallelism Paradox"
+# (scaling-efficiency curve, 3D-parallelism puzzle, sync vs async SGD with stragglers and the
+# stakeholder's "ZeRO or async?"), and Megatron-LM's tensor-parallel layer (Shoeybi et al.
+# 2019, §3).
 #
-# **You will be able to:** price an all-reduce on a given link; compute a pipeline's bubble
-# and the micro-batches needed to shrink it; measure scaling efficiency; decide, for a model
-# and a cluster, whether data parallelism alone works and otherwise how much tensor and
-# pipeline parallelism and which ZeRO stage to use; explain why synchronous training waits
-# for stragglers.
+# **You will be able to:** price an all-reduce on a given link; split a layer's matrices over
+# GPUs as Megatron-LM does and count what the split sends; compute a pipeline's bubble and the
+# micro-batches needed to shrink it; measure scaling efficiency; design, for a model and a
+# cluster, the data/tensor/pipeline/ZeRO plan that fits and wastes the least time; explain why
+# synchronous training waits for stragglers and price the fixes in dollars.
 #
-# **Time:** about 75 minutes. **Points:** 20, in 8 graded cells.
+# **Time:** about 125 minutes. **Points:** 27, in 10 graded cells.
 #
 # ### Conventions used in this notebook
 # * **GB = 10⁹ bytes.** An "80 GB" A100 is compared as 80 × 10⁹ bytes.
@@ -39,6 +41,8 @@ from coursekit.parallel import collectives as ref_coll
 from coursekit.parallel import pipeline as ref_pipe
 from coursekit.parallel import scaling as ref_scale
 from coursekit.parallel import advisor as ref_adv
+from coursekit.parallel import tensor as ref_tp
+from coursekit.parallel.tensor import gelu  # GeLU, tanh form (Hendrycks & Gimpel 2016)
 from coursekit.viz import parallel as vizp
 
 A100 = get_accelerator("A100-80GB")
@@ -245,7 +249,7 @@ plt.show()
 # where $T_1/N$ falls to ~2.4 × the 0.12 s all-reduce. Faster links move the wall; they
 # never remove it. (Chapter 002 Figure 15: the communication tax.)
 #
-# ## Part 4 · Tensor vs pipeline parallelism and the bubble
+# ## Part 4 · Tensor parallelism: one layer on several GPUs
 #
 # ### Misconception 2: "tensor and pipeline parallelism are the same thing"
 # Both split the model, but they talk very differently. **Tensor parallelism** splits each
@@ -272,6 +276,155 @@ print(f"tensor parallel stretched to tp=16 over InfiniBand: {_tp_ib:.1f} s per m
 # That is chapter Table 20's placement: **tensor inside a node, pipeline across nodes, data
 # parallel outermost**. Stretch tensor parallelism over InfiniBand and one micro-batch spends
 # about 1.6 s per micro-batch just communicating (the cell above).
+#
+# ### Inside one layer: Megatron's column split (Shoeybi et al. 2019, §3)
+# Where do those all-reduces come from? A transformer's MLP computes
+# $Y = \mathrm{GeLU}(XA)\,B$: $X$ holds the activations (tokens × $d$), $A$ is $d \times 4d$,
+# $B$ is $4d \times d$. To spread it over $t$ GPUs you must cut $A$ somehow:
+#
+# * **By rows** (and $X$ by columns): GPU $i$ computes $X_iA_i$, a *partial sum* of $XA$. But
+#   $\mathrm{GeLU}(X_1A_1 + X_2A_2) \ne \mathrm{GeLU}(X_1A_1) + \mathrm{GeLU}(X_2A_2)$: the GPUs
+#   must add their partial sums *before* the GeLU, a synchronization in the middle of the MLP.
+# * **By columns**: GPU $i$ holds a block $A_i$ of $4d/t$ columns and computes
+#   $\mathrm{GeLU}(XA_i)$ alone: GeLU acts element by element, and those columns of $XA$ are
+#   entirely its own. Cut $B$ by **rows** to match ($B_i$: the same $4d/t$ rows) and GPU $i$
+#   computes $Z_i = \mathrm{GeLU}(XA_i)\,B_i$, a full-size (tokens × $d$) partial output with
+#   $Y = \sum_i Z_i$. One all-reduce at the end of the MLP, none in the middle.
+#
+# Attention splits the same way (heads are the column blocks, the output projection is cut by
+# rows), so a layer costs one all-reduce for attention and one for the MLP in the forward
+# pass, and two more in the backward pass: the 4 per layer above.
+#
+# **Predict first:** the all-reduce of one partial $Z_i$ of $S$ bytes over $t = 4$ GPUs: does
+# each GPU send more or less than $S$? (Your `ring_allreduce_time` can count it: at a
+# bandwidth of 1 byte/s and no latency, its seconds are bytes.)
+#
+# ### Exercise: a tensor-parallel MLP in numpy
+# Write `tp_mlp(X, A, B, t, bytes_per_value=2)`, which simulates the column/row split on `t`
+# devices and returns a dict with three keys:
+#
+# * `"partials"`: a list of the `t` partial outputs $Z_i = \mathrm{GeLU}(XA_i)\,B_i$ (numpy
+#   arrays, each of $Y$'s shape), in device order. Device $i$ owns the **contiguous** block of
+#   columns $i\,f/t, \dots, (i+1)\,f/t - 1$ of `A` ($f$ = number of columns of `A`) and the same
+#   rows of `B`.
+# * `"Y"`: what the all-reduce leaves on every device, the sum of the partials.
+# * `"bytes_sent"`: the bytes **each** device sends in the ring all-reduce of one partial
+#   (`Y.size * bytes_per_value` bytes), computed with your `ring_allreduce_time`.
+#
+# Use `gelu` (imported in the setup cell). Raise `ValueError` if `t` is less than 1 or does not
+# divide the number of columns of `A`. The hidden tests use shapes and values of `t` you have
+# not seen and compare every element to a relative tolerance of 1e-6.
+
+# %% [answer id=ex_tp]
+def tp_mlp(X, A, B, t, bytes_per_value=2):
+    """GeLU(X A) B on t devices: A split by columns, B by rows, partials summed by a ring
+    all-reduce. Returns {"partials": [Z_0, ..., Z_(t-1)], "Y": array, "bytes_sent": bytes sent
+    by each device}. Raise ValueError if t < 1 or t does not divide A's columns."""
+    ### BEGIN SOLUTION
+    X, A, B = (np.asarray(M, dtype=float) for M in (X, A, B))
+    f = A.shape[1]
+    if t < 1 or t != int(t) or f % t:
+        raise ValueError(f"t must be a whole number >= 1 dividing the {f} columns of A, got {t}")
+    t = int(t)
+    k = f // t
+    partials = [gelu(X @ A[:, i * k:(i + 1) * k]) @ B[i * k:(i + 1) * k, :] for i in range(t)]
+    Y = np.sum(partials, axis=0)
+    # at 1 byte/s and no latency the ring's seconds are the bytes each device sends
+    return {"partials": partials, "Y": Y,
+            "bytes_sent": ring_allreduce_time(Y.size * bytes_per_value, t, 1.0)}
+    ### END SOLUTION
+
+# %% [test id=test_tp points=3]
+# Visible test: two devices must reproduce the unsharded MLP of a tiny example
+_X = np.array([[1.0, -1.0], [0.5, 2.0]])
+_A = np.array([[1.0, 0.0, -1.0, 2.0], [0.5, 1.0, 0.0, -0.5]])
+_B = np.array([[1.0], [-1.0], [2.0], [0.5]])
+_out = ck.call(tp_mlp, _X, _A, _B, 2)
+ck.check_exact(len(_out["partials"]), 2, name="number of partials for t = 2")
+ck.check_array_close(np.ravel(_out["Y"]), np.ravel(gelu(_X @ _A) @ _B), rel=1e-6,
+                     abs_tol=1e-12, name="tp_mlp(...)['Y'] against GeLU(XA)B", reveal=True)
+print("visible test passed: two devices reproduce GeLU(XA)B")
+### BEGIN HIDDEN TESTS
+ck.forbid(ref_tp.column_parallel_mlp, ref_tp.shard_columns, ref_tp.shard_rows,
+          ref_tp.tp_mlp_allreduce_bytes, ref_coll.allreduce_bytes, ref_coll.allreduce_time,
+          ref_coll.ring_factor)
+_X1 = (np.arange(6.0).reshape(2, 3) - 2.5) / 2
+_A1 = np.cos(np.arange(24.0)).reshape(3, 8)
+_B1 = np.sin(np.arange(16.0)).reshape(8, 2)
+_X2 = np.linspace(-1, 1, 8).reshape(2, 4)
+_A2 = np.cos(np.arange(24.0) / 3).reshape(4, 6)
+_B2 = np.sin(np.arange(18.0) / 2).reshape(6, 3)
+
+
+def _flat(arrays):
+    return [float(v) for a in arrays for v in np.ravel(a)]
+
+
+# Expected values: a throwaway numpy script with its own tanh GeLU,
+# 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), Y = GeLU(X A) B unsharded (10 digits)
+ck.case("Y_t4", lambda: _flat([tp_mlp(_X1, _A1, _B1, 4)["Y"]]),
+        expect=ck.approx([-0.6978587439, -0.3247035585, 0.3057828145, 0.4788733177],
+                         rel=1e-6, abs=1e-9),
+        weight=2, name="Y for a (2x3)(3x8)(8x2) MLP on 4 devices")
+# the 4 partials GeLU(X A[:, 2i:2i+2]) B[2i:2i+2, :], device order, each flattened row-major
+ck.case("partials_t4", lambda: _flat(tp_mlp(_X1, _A1, _B1, 4)["partials"]),
+        expect=ck.approx([0.03703445948, -0.133676348, -0.1511161092, -0.1528576896,
+                          -0.8549724458, -0.2470634465, -0.2699222961, 0.4993789592,
+                          0.1335308714, 0.1839013921, 0.7912648969, 0.3023791994,
+                          -0.01345162907, -0.1278651562, -0.06444367707, -0.1700271513],
+                         rel=1e-6, abs=1e-9),
+        weight=2, name="the 4 partial outputs, in device order")
+ck.case("Y_t3", lambda: _flat([tp_mlp(_X2, _A2, _B2, 3)["Y"]]),
+        expect=ck.approx([0.04761480638, 0.08500684978, 0.1015862516, 0.1719894285,
+                          0.2614355814, 0.286873186], rel=1e-6, abs=1e-9),
+        name="Y for a (2x4)(4x6)(6x3) MLP on 3 devices")
+# ring: 2 (3-1)/3 x (10 x 5 values x 4 bytes) = 4/3 x 200 = 266.667 bytes per device
+ck.case("bytes_t3_fp32",
+        lambda: tp_mlp(np.zeros((10, 4)), np.zeros((4, 12)), np.zeros((12, 5)), 3, 4)["bytes_sent"],
+        expect=ck.approx(800 / 3), name="bytes each device sends, t = 3, fp32 partials")
+# one device: one partial, nothing to send
+ck.case("t_1", lambda: [tp_mlp(_X1, _A1, _B1, 1)["bytes_sent"],
+                       len(tp_mlp(_X1, _A1, _B1, 1)["partials"])],
+        expect=ck.approx([0.0, 1], abs=1e-12), name="t = 1: one partial, 0 bytes")
+ck.case("t_3_of_8_columns", lambda: tp_mlp(_X1, _A1, _B1, 3),
+        expect=ck.raises(ValueError), name="t = 3 does not divide 8 columns")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# A bigger check: 16 tokens, $d = 64$, $4d = 256$, on 1 to 8 devices, and the other cut for
+# comparison (A by rows, GeLU applied before the sum):
+
+# %%
+_rng = np.random.default_rng(0)
+_Xd = _rng.normal(size=(16, 64))
+_Ad = _rng.normal(size=(64, 256)) / 8
+_Bd = _rng.normal(size=(256, 64)) / 16
+_Yd = gelu(_Xd @ _Ad) @ _Bd
+try:
+    _runs = {_t: tp_mlp(_Xd, _Ad, _Bd, _t) for _t in (1, 2, 4, 8)}
+    _runs = {_t: (r["Y"], r["bytes_sent"]) for _t, r in _runs.items()}
+    _who = "your tp_mlp"
+except Exception:  # a stub falls back to the library
+    _runs = {_t: (r.output, r.bytes_sent) for _t, r in
+             ((_t, ref_tp.column_parallel_mlp(_Xd, _Ad, _Bd, _t)) for _t in (1, 2, 4, 8))}
+    _who = "coursekit (your function is not done yet)"
+print(f"one partial: {_Yd.size} bf16 values = {_Yd.size * 2:,} bytes ({_who})")
+for _t, (_Yt, _sent) in _runs.items():
+    print(f"  t = {_t}: max |Y - GeLU(XA)B| = {np.max(np.abs(_Yt - _Yd)):.1e}, "
+          f"each device sends {_sent:,.0f} bytes ({_sent / (_Yd.size * 2):.2f} x the partial)")
+_wrong = sum(gelu(_Xd[:, _i * 32:(_i + 1) * 32] @ _Ad[_i * 32:(_i + 1) * 32, :])
+             for _i in range(2)) @ _Bd
+print(f"A cut by rows, GeLU before the sum (t = 2): max error {np.max(np.abs(_wrong - _Yd)):.2f} "
+      f"(|Y| is at most {np.max(np.abs(_Yd)):.2f})")
+
+# %% [markdown]
+# The column split is exact (errors of 1e-16 are rounding), and the row split is plainly
+# wrong without an extra all-reduce before the GeLU. Each device sends $2\frac{t-1}{t}$ times
+# the partial: as much as the partial at $t = 2$, more beyond, approaching twice. That is why
+# tensor parallelism stays on NVLink inside a node: every layer pays this on the full
+# activation tensor, four times per micro-batch.
+#
+# ## Part 5 · Pipeline parallelism and the bubble
 #
 # ### The pipeline bubble: an assembly line
 # A pipeline is an assembly line: with one car (micro-batch) on a 4-station line, three
@@ -382,7 +535,7 @@ vizp.plot_pipeline_gantt(_tls)
 plt.show()
 
 # %% [markdown]
-# ## Part 5 · Check 1 (predict, then verify): 30B on four A100s
+# ## Part 6 · Check 1 (predict, then verify): 30B on four A100s
 #
 # The lesson plan's Check 1: a 30B dense model, 4 × A100 (80 GB), 12 bytes per parameter =
 # **360 GB** of state. Fill in your answers *before* you compute anything, then verify them
@@ -441,7 +594,7 @@ print(f"ZeRO-3 over 4: {_state / 4 / GB:.0f} GB per GPU; minimum GPUs: "
 # so the layers and heads divide evenly), or fewer bytes per parameter (8-bit Adam moments, or
 # offloading optimizer state to CPU memory).
 #
-# ## Part 6 · ZeRO and the advisor's decision (lesson Exercise 4, no skeleton)
+# ## Part 7 · ZeRO and your own advisor (lesson Exercise 4, no skeleton)
 #
 # ZeRO (Rajbhandari et al. 2020) keeps data parallelism but stops replicating the training
 # state: **stage 1** shards the optimizer moments over the $N_d$ data-parallel GPUs, **stage
@@ -449,119 +602,263 @@ print(f"ZeRO-3 over 4: {_state / 4 / GB:.0f} GB per GPU; minimum GPUs: "
 # than plain data parallelism; stage 3 gathers the weights again for every forward and
 # backward pass (1.5× the traffic).
 #
-# Write `advise_strategy(n_params, n_gpus, gpu_memory_gb, precision)` that returns a dict
-# with the keys `"data_parallel_alone"` (bool), `"tensor_parallel"`, `"pipeline_stages"` and
-# `"zero_stage"` (ints, or `None` when nothing fits). Use this house policy (model state
-# only, activations ignored):
+# You now hold every piece of a parallelism advisor: the memory of a plan, the ring
+# all-reduce (Part 2), the tensor-parallel all-reduces (Part 4) and the bubble (Part 5).
+# Build one. Nobody hands you a decision rule this time: the constraints and the cost are
+# stated below, and the search and the decision are yours.
 #
-# 1. Bytes per parameter: `"fp16"`/`"bf16"` → 2 weights + 2 gradients + 8 Adam = 12;
-#    `"fp32"` → 4 + 4 + 8 = 16. Anything else: `ValueError`. State $M = N \times$ bytes.
-# 2. If $M$ fits one GPU: data parallelism alone: `True, 1, 1, 0`.
-# 3. Else try ZeRO over all `n_gpus` as data-parallel GPUs, stage 1 then 2 (never 3: its
-#    traffic is higher). Stage 1 keeps weights + gradients and $1/N_d$ of the optimizer
-#    state; stage 2 keeps the weights and $1/N_d$ of gradients and optimizer state. The
-#    first stage that fits: `False, 1, 1, stage`.
-# 4. Else split the model: the smallest power of two $k \le$ `n_gpus` with $M/k$ ≤ GPU memory;
-#    tensor parallel `min(k, 8)` (one 8-GPU node), pipeline stages `k // tp`; ZeRO stage 1
-#    if `n_gpus // k > 1` data-parallel replicas remain, else 0.
-# 5. If no such $k$ exists: `False, None, None, None`.
+# ### The problem
+# Given `n_params`, `n_gpus`, `gpu_memory_gb` and `precision`, choose a plan: degrees
+# `dp × tp × pp` and a ZeRO stage that **fits** and **wastes the least time per step**. The
+# constants are in the locked cell below.
 #
-# Memory limits compare in GB = 10⁹ bytes, with ≤ (exactly full counts as fitting). You
-# decide how to structure the code: helpers are welcome. Tested on the lesson's five
-# configurations from GPT-2 (124M, 1 GPU) to a 175B model on 64 GPUs, and a few more.
+# **Bytes per parameter** (`PRECISIONS`): `"bf16"` and `"fp16"`: 2 weights + 2 gradients +
+# 8 Adam moments = 12 (this notebook's convention); `"fp32"`: 4 + 4 + 8 = 16. Any other
+# precision: raise `ValueError`.
+#
+# **A valid plan** (model state only; activations are ignored here):
+# 1. `dp * tp * pp == n_gpus`, with `dp`, `tp`, `pp` positive ints.
+# 2. `tp` divides 8 (1, 2, 4 or 8): tensor parallelism stays inside one node of
+#    `GPUS_PER_NODE = 8` GPUs (Part 4).
+# 3. `zero_stage` is 0, 1, 2 or 3.
+# 4. It fits: tensor and pipeline parallelism split all the state evenly over `tp * pp` GPUs,
+#    then ZeRO shards over the `dp` replicas (stage ≥ 1: the Adam moments, ≥ 2: also the
+#    gradients, 3: also the weights). With $w, g, o$ the bytes per parameter of weights,
+#    gradients and Adam moments, one GPU holds
+#    $$\frac{N}{tp \cdot pp}\left(\frac{w}{d_3} + \frac{g}{d_2} + \frac{o}{d_1}\right)
+#    \le \text{gpu\_memory\_gb} \times 10^9 \text{ bytes}, \qquad
+#    d_s = \begin{cases} dp & \text{stage} \ge s \\ 1 & \text{otherwise}\end{cases}$$
+#    (exactly full counts as fitting).
+#
+# **The objective: overhead per step**, the seconds a step spends not computing (nothing
+# overlaps, latency 0):
+# * **pipeline idle**: the step's compute $t_c = 6\,N\,T / (n_\text{gpus} F)$, with $T$ =
+#   `TOKENS_PER_STEP` and $F$ the sustained FLOP/s per GPU in `PRECISIONS`, stretches to
+#   $t_c / (1 - \text{bubble})$ with your `bubble_fraction(pp, MICRO_BATCHES)`; the idle
+#   time is the difference.
+# * **data-parallel all-reduce** of each replica's gradients, $g\,N / (tp \cdot pp)$ bytes over
+#   `dp` GPUs, with your `ring_allreduce_time`: at `NVLINK_BW` when the whole job sits in one
+#   node (`n_gpus <= 8`), otherwise at `IB_BW` (the data-parallel groups span nodes). ZeRO-3
+#   takes 1.5 × as long; stages 0–2 cost the same.
+# * **tensor-parallel all-reduces** of the activations, `TP_BYTES_PER_PARAM * N / (dp * pp)`
+#   bytes per step over `tp` GPUs at `NVLINK_BW`, with your `ring_allreduce_time`. (Where
+#   that comes from: Part 4's 4 all-reduces per layer, of $T/dp$ tokens × $h$ values × 2 bytes,
+#   on the $L/pp$ layers of a stage: $8TLh/(dp \cdot pp)$ bytes. With $N \approx 12Lh^2$ that
+#   is $\frac{2T}{3h} \cdot \frac{N}{dp \cdot pp}$: about 340 bytes per parameter at this $T$
+#   and a 70B-class width $h = 8192$. We use 340 for every model.)
+#
+# **Return** a dict `{"dp": int, "tp": int, "pp": int, "zero_stage": int}`: a valid plan
+# whose overhead is within 5 % of the smallest any valid plan achieves (on a tie, any of the
+# tied plans), or `None` when no valid plan fits.
+#
+# **Worked example** (a valid plan, not the best one): 13B in bf16 on 32 × 40 GB with dp =
+# 32, tp = 1, pp = 1, ZeRO-2 holds 13 × 10⁹ × (2 + 10/32) = 30.1 GB per GPU; no pipeline
+# idle, no tensor all-reduce, and the gradient all-reduce takes
+# 2 × 31/32 × 26 GB / 25 GB/s = 2.015 s of overhead per step. The visible test knows a
+# better plan for this cluster.
+#
+# Design the search yourself: how many candidate plans are there for 64 GPUs, and do you
+# need a shortcut? Helpers are welcome (define them in the answer cell). The hidden tests use
+# models and clusters you have not seen: a single node, up to 64 GPUs, all three precisions,
+# and a cluster on which nothing fits.
+#
+# **Predict first:** inside one node, where the gradient all-reduce also runs on NVLink, can
+# tensor parallelism ever beat data parallelism with ZeRO under this cost model? Compare the
+# bytes of the two all-reduces per step (340 bytes per parameter against $g$) before you
+# search.
+
+# %% [locked id=advisor_constants]
+# The advisor's cost model (Part 7). Bandwidths are per direction.
+GPUS_PER_NODE = 8
+NVLINK_BW = 300e9               # bytes/s inside a node (NVLink 3, A100)
+IB_BW = 25e9                    # bytes/s per GPU between nodes (InfiniBand HDR, 200 Gb/s)
+TOKENS_PER_STEP = 2048 * 2048   # global batch: 2,048 sequences of 2,048 tokens
+MICRO_BATCHES = 64              # micro-batches per step in every pipeline
+TP_BYTES_PER_PARAM = 340        # tensor-parallel activation bytes per parameter per step
+PRECISIONS = {  # bytes per parameter (weights, gradients, Adam moments), sustained FLOP/s
+    "bf16": dict(weights=2, grads=2, adam=8, flops=150e12),  # ~48 % of the A100's 312
+    "fp16": dict(weights=2, grads=2, adam=8, flops=150e12),
+    "fp32": dict(weights=4, grads=4, adam=8, flops=75e12),   # TF32 math: half the rate
+}
 
 # %% [answer id=ex_advisor]
-### BEGIN SOLUTION
-_BYTES = {"fp16": (2, 2, 8), "bf16": (2, 2, 8), "fp32": (4, 4, 8)}
-
-
 def advise_strategy(n_params, n_gpus, gpu_memory_gb, precision):
-    """Decide data parallel alone / ZeRO stage / tensor and pipeline degrees (house policy)."""
-    if precision not in _BYTES:
-        raise ValueError(f"precision must be one of {sorted(_BYTES)}, got {precision!r}")
-    if n_gpus < 1 or n_params <= 0 or gpu_memory_gb <= 0:
-        raise ValueError("n_params, n_gpus and gpu_memory_gb must be positive")
-    w, g, o = (n_params * b for b in _BYTES[precision])
-    cap = gpu_memory_gb * 1e9
-    total = w + g + o
-    if total <= cap:
-        return {"data_parallel_alone": True, "tensor_parallel": 1, "pipeline_stages": 1,
-                "zero_stage": 0}
-    for stage, per_gpu in ((1, w + g + o / n_gpus), (2, w + (g + o) / n_gpus)):
-        if per_gpu <= cap:
-            return {"data_parallel_alone": False, "tensor_parallel": 1,
-                    "pipeline_stages": 1, "zero_stage": stage}
-    k = 2
-    while k <= n_gpus:
-        if total / k <= cap:
-            tp = min(k, 8)
-            return {"data_parallel_alone": False, "tensor_parallel": tp,
-                    "pipeline_stages": k // tp, "zero_stage": 1 if n_gpus // k > 1 else 0}
-        k *= 2
-    return {"data_parallel_alone": False, "tensor_parallel": None, "pipeline_stages": None,
-            "zero_stage": None}
-### END SOLUTION
+    """The valid plan {"dp", "tp", "pp", "zero_stage"} (ints) with the least overhead per
+    step (within 5 %), or None if nothing fits. Raise ValueError for an unknown precision."""
+    ### BEGIN SOLUTION
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+    if n_gpus < 1 or n_gpus != int(n_gpus) or n_params <= 0 or gpu_memory_gb <= 0:
+        raise ValueError("n_params, gpu_memory_gb must be > 0 and n_gpus a whole number >= 1")
+    n_gpus = int(n_gpus)
+    spec = PRECISIONS[precision]
+    w, g, o = spec["weights"], spec["grads"], spec["adam"]
+    t_c = 6 * n_params * TOKENS_PER_STEP / (n_gpus * spec["flops"])
+    dp_bw = NVLINK_BW if n_gpus <= GPUS_PER_NODE else IB_BW
 
-# %% [test id=test_advisor points=5]
-_KEYS = ("data_parallel_alone", "tensor_parallel", "pipeline_stages", "zero_stage")
+    def state_per_gpu(dp, tp, pp, zero):
+        shard = lambda stage: dp if zero >= stage else 1
+        return n_params / (tp * pp) * (w / shard(3) + g / shard(2) + o / shard(1))
 
-def _decisions(*args):
-    out = ck.call(advise_strategy, *args)
-    if not isinstance(out, dict):
-        raise AssertionError(f"advise_strategy must return a dict, got {type(out).__name__}")
-    return [out.get(k, "missing") for k in _KEYS]
+    def overhead(dp, tp, pp, zero):
+        idle = t_c / (1 - bubble_fraction(pp, MICRO_BATCHES)) - t_c
+        data = ring_allreduce_time(g * n_params / (tp * pp), dp, dp_bw)
+        tensor = ring_allreduce_time(TP_BYTES_PER_PARAM * n_params / (dp * pp), tp, NVLINK_BW)
+        return idle + data * (1.5 if zero == 3 else 1.0) + tensor
 
-# Visible test: GPT-2 124M on one GPU (lesson: "data parallelism works when it fits")
-ck.check_exact(_decisions(124e6, 1, 80, "bf16"), [True, 1, 1, 0],
-               name="GPT-2 124M, 1 x 80 GB", reveal=True)
-print("visible test passed: GPT-2 needs no model parallelism")
+    best, best_cost = None, math.inf
+    for tp in (1, 2, 4, 8):
+        if n_gpus % tp:
+            continue
+        for pp in range(1, n_gpus // tp + 1):
+            if (n_gpus // tp) % pp:
+                continue
+            dp = n_gpus // (tp * pp)
+            for zero in range(4):
+                if state_per_gpu(dp, tp, pp, zero) > gpu_memory_gb * 1e9:
+                    continue
+                cost = overhead(dp, tp, pp, zero)
+                if cost < best_cost:
+                    best, best_cost = {"dp": dp, "tp": tp, "pp": pp, "zero_stage": zero}, cost
+    return best
+    ### END SOLUTION
+
+# %% [test id=test_advisor points=6]
+# Visible test: 13B in bf16 on 32 x 40 GB (the worked example's cluster)
+_plan = ck.call(advise_strategy, 13e9, 32, 40, "bf16")
+ck.check_exact(sorted(_plan) if isinstance(_plan, dict) else _plan,
+               ["dp", "pp", "tp", "zero_stage"], name="the keys of the plan")
+ck.check_exact([_plan["dp"], _plan["tp"], _plan["pp"]], [16, 2, 1],
+               name="[dp, tp, pp] for 13B on 32 x 40 GB", reveal=True)
+ck.check_exact(_plan["zero_stage"] in (1, 2), True,
+               name="zero_stage (1 and 2 both fit and tie here)")
+print("visible test passed: dp 16, tp 2, pp 1 with ZeRO-1 or 2, an overhead of 1.90 s per "
+      "step (idle 0 s + data 0.975 s + tensor 0.921 s)")
 ### BEGIN HIDDEN TESTS
-ck.forbid(ref_adv.advise, ref_adv.evaluate_plan)
-
-
-def _dec(*args):
-    out = advise_strategy(*args)
-    return [out.get(k, "missing") for k in ("data_parallel_alone", "tensor_parallel",
-                                            "pipeline_stages", "zero_stage")]
-
-
-# recomputed under the house policy (12 bytes/param for bf16, 16 for fp32):
-# 7B: 84 GB > 80; ZeRO-1 over 8: 14 + 14 + 56/8 = 35 GB -> stage 1
-ck.case('7B_on_8_x_80_GB', lambda: _dec(7e9, 8, 80, "bf16"),
-        expect=ck.exactly([False, 1, 1, 1]), name='7B on 8 x 80 GB')
-# 13B: 156 GB; ZeRO-1 65 GB > 40; ZeRO-2 26 + 130/8 = 42.25 GB > 40; k = 4 -> 39 GB: tp 4, pp 1, dp 2
-ck.case('13B_on_8_x_40_GB', lambda: _dec(13e9, 8, 40, "bf16"),
-        expect=ck.exactly([False, 4, 1, 1]), name='13B on 8 x 40 GB')
-# 70B: 840 GB; ZeRO-1 289 GB, ZeRO-2 151 GB; k = 16 (52.5 GB): tp 8, pp 2, dp 4 -> ZeRO-1
-ck.case('70B_on_64_x_80_GB', lambda: _dec(70e9, 64, 80, "bf16"),
-        expect=ck.exactly([False, 8, 2, 1]), name='70B on 64 x 80 GB')
-# 175B: 2100 GB; k = 32 (65.6 GB): tp 8, pp 4, dp 2 -> ZeRO-1
-ck.case('175B_on_64_x_80_GB', lambda: _dec(175e9, 64, 80, "bf16"),
-        expect=ck.exactly([False, 8, 4, 1]), name='175B on 64 x 80 GB')
-# lesson Check 1: 30B on 4 x 80 GB: nothing fits (360 GB > 320 GB)
-ck.case('30B_on_4', lambda: _dec(30e9, 4, 80, "bf16"),
-        expect=ck.exactly([False, None, None, None]), name='30B on 4')
-# fp32 7B: 112 GB; ZeRO-1 over 8: 28 + 28 + 56/8 = 63 GB -> stage 1
-ck.case('7B_fp32_on_8', lambda: _dec(7e9, 8, 80, "fp32"),
-        expect=ck.exactly([False, 1, 1, 1]), name='7B fp32 on 8')
-# 175B on 32 x 80 GB: k = 32 (65.6 GB) uses every GPU: tp 8, pp 4, no replica -> ZeRO 0
-ck.case('175B_on_32', lambda: _dec(175e9, 32, 80, "bf16"),
-        expect=ck.exactly([False, 8, 4, 0]), name='175B on 32')
-# boundary: 1.5B x 16 = 24 GB on a 24 GB GPU fits exactly
-ck.case('exactly_full', lambda: _dec(1.5e9, 1, 24, "fp32"),
-        expect=ck.exactly([True, 1, 1, 0]), name='exactly full')
-ck.case('advise_strategy_precision_fp8', lambda: advise_strategy(7e9, 8, 80, "fp8"),
-        expect=ck.raises(ValueError), name="advise_strategy(precision='fp8')")
+ck.forbid(ref_adv.advise, ref_adv.evaluate_plan, ref_adv.plan_reason)
+# Each plan is recorded as plain data; the grader checks it outside the kernel with the
+# plain arithmetic below (no coursekit). "best" values: a throwaway script enumerated every
+# tp in (1, 2, 4, 8) dividing n_gpus, pp dividing n_gpus/tp, dp = n_gpus/(tp pp), ZeRO 0-3,
+# kept the plans that fit and priced them with the prompt's model:
+#   overhead = t_c (pp-1)/64 + 2(dp-1)/dp g N/(tp pp)/BW_dp (x1.5 at ZeRO-3)
+#              + 2(tp-1)/tp 340 N/(dp pp)/300e9,   t_c = 6 N 4,194,304/(n_gpus F)
+# (t_c/(1 - bubble) - t_c = t_c (pp-1)/64 exactly). A case passes within 1.05 x the best.
+# 70B bf16 on 64 x 80 GB: t_c = 6 x 70e9 x 4,194,304 / (64 x 150e12) = 183.5008 s.
+# Best: dp 16, tp 2, pp 2, ZeRO-1 (78.75 GB per GPU): idle 2.8672 + data 2.6250
+# + tensor 2.4792 = 7.971367 s. Within 5 %: (16, 2, 2, Z1), (16, 2, 2, Z2).
+# Next: dp 16 tp 2 pp 2 ZeRO-3 9.284 s, dp 16 tp 4 pp 1 ZeRO-1 10.062 s.
+ck.case("70B_64_fits", lambda: advise_strategy(70e9, 64, 80, "bf16"),
+        expect=ck.satisfies(lambda p: (lambda dp, tp, pp, z:
+            all(isinstance(v, int) for v in (dp, tp, pp, z))
+            and min(dp, pp) >= 1 and dp * tp * pp == 64 and tp in (1, 2, 4, 8) and z in (0, 1, 2, 3)
+            and 70e9 / (tp * pp) * (2 / (dp if z == 3 else 1) + 2 / (dp if z >= 2 else 1)
+                                   + 8 / (dp if z >= 1 else 1)) <= 80e9 * (1 + 1e-9)
+        )(p["dp"], p["tp"], p["pp"], p["zero_stage"])),
+        name="70B bf16 on 64 x 80 GB: a valid plan that fits")
+ck.case("70B_64_best", lambda: advise_strategy(70e9, 64, 80, "bf16"),
+        expect=ck.satisfies(lambda p: (lambda dp, tp, pp, z:
+            all(isinstance(v, int) for v in (dp, tp, pp, z))
+            and min(dp, pp) >= 1 and dp * tp * pp == 64 and tp in (1, 2, 4, 8) and z in (0, 1, 2, 3)
+            and 70e9 / (tp * pp) * (2 / (dp if z == 3 else 1) + 2 / (dp if z >= 2 else 1)
+                                   + 8 / (dp if z >= 1 else 1)) <= 80e9 * (1 + 1e-9)
+            and 183.5008 * (pp - 1) / 64
+            + 2 * (dp - 1) / dp * 2 * 70e9 / (tp * pp) / 25e9 * (1.5 if z == 3 else 1)
+            + 2 * (tp - 1) / tp * 340 * 70e9 / (dp * pp) / 300e9 <= 1.05 * 7.971367
+        )(p["dp"], p["tp"], p["pp"], p["zero_stage"])),
+        weight=2, name="70B bf16 on 64 x 80 GB: overhead within 5 % of the best")
+# 175B bf16 on 64 x 80 GB: t_c = 6 x 175e9 x 4,194,304 / (64 x 150e12) = 458.752 s.
+# Best: dp 16, tp 2, pp 2, ZeRO-3 (32.81 GB per GPU): idle 7.1680 + data 9.8438
+# + tensor 6.1979 = 23.209667 s. Within 5 %: (16, 2, 2, Z3).
+# Next: dp 32 tp 2 pp 1 ZeRO-3 26.542 s, dp 32 tp 1 pp 2 ZeRO-3 27.512 s.
+ck.case("175B_64_fits", lambda: advise_strategy(175e9, 64, 80, "bf16"),
+        expect=ck.satisfies(lambda p: (lambda dp, tp, pp, z:
+            all(isinstance(v, int) for v in (dp, tp, pp, z))
+            and min(dp, pp) >= 1 and dp * tp * pp == 64 and tp in (1, 2, 4, 8) and z in (0, 1, 2, 3)
+            and 175e9 / (tp * pp) * (2 / (dp if z == 3 else 1) + 2 / (dp if z >= 2 else 1)
+                                   + 8 / (dp if z >= 1 else 1)) <= 80e9 * (1 + 1e-9)
+        )(p["dp"], p["tp"], p["pp"], p["zero_stage"])),
+        name="175B bf16 on 64 x 80 GB: a valid plan that fits")
+ck.case("175B_64_best", lambda: advise_strategy(175e9, 64, 80, "bf16"),
+        expect=ck.satisfies(lambda p: (lambda dp, tp, pp, z:
+            all(isinstance(v, int) for v in (dp, tp, pp, z))
+            and min(dp, pp) >= 1 and dp * tp * pp == 64 and tp in (1, 2, 4, 8) and z in (0, 1, 2, 3)
+            and 175e9 / (tp * pp) * (2 / (dp if z == 3 else 1) + 2 / (dp if z >= 2 else 1)
+                                   + 8 / (dp if z >= 1 else 1)) <= 80e9 * (1 + 1e-9)
+            and 458.752 * (pp - 1) / 64
+            + 2 * (dp - 1) / dp * 2 * 175e9 / (tp * pp) / 25e9 * (1.5 if z == 3 else 1)
+            + 2 * (tp - 1) / tp * 340 * 175e9 / (dp * pp) / 300e9 <= 1.05 * 23.209667
+        )(p["dp"], p["tp"], p["pp"], p["zero_stage"])),
+        weight=2, name="175B bf16 on 64 x 80 GB: overhead within 5 % of the best")
+# 13B fp32 on 16 x 40 GB: t_c = 6 x 13e9 x 4,194,304 / (16 x 75e12) = 272.62976 s.
+# Best: dp 8, tp 2, pp 1, ZeRO-2 (35.75 GB per GPU): idle 0.0000 + data 1.8200
+# + tensor 1.8417 = 3.661667 s. Within 5 %: (8, 2, 1, Z2).
+# Next: dp 8 tp 2 pp 1 ZeRO-3 4.572 s, dp 16 tp 1 pp 1 ZeRO-3 5.850 s.
+ck.case("13B_fp32_16_fits", lambda: advise_strategy(13e9, 16, 40, "fp32"),
+        expect=ck.satisfies(lambda p: (lambda dp, tp, pp, z:
+            all(isinstance(v, int) for v in (dp, tp, pp, z))
+            and min(dp, pp) >= 1 and dp * tp * pp == 16 and tp in (1, 2, 4, 8) and z in (0, 1, 2, 3)
+            and 13e9 / (tp * pp) * (4 / (dp if z == 3 else 1) + 4 / (dp if z >= 2 else 1)
+                                   + 8 / (dp if z >= 1 else 1)) <= 40e9 * (1 + 1e-9)
+        )(p["dp"], p["tp"], p["pp"], p["zero_stage"])),
+        name="13B fp32 on 16 x 40 GB: a valid plan that fits")
+ck.case("13B_fp32_16_best", lambda: advise_strategy(13e9, 16, 40, "fp32"),
+        expect=ck.satisfies(lambda p: (lambda dp, tp, pp, z:
+            all(isinstance(v, int) for v in (dp, tp, pp, z))
+            and min(dp, pp) >= 1 and dp * tp * pp == 16 and tp in (1, 2, 4, 8) and z in (0, 1, 2, 3)
+            and 13e9 / (tp * pp) * (4 / (dp if z == 3 else 1) + 4 / (dp if z >= 2 else 1)
+                                   + 8 / (dp if z >= 1 else 1)) <= 40e9 * (1 + 1e-9)
+            and 272.62976 * (pp - 1) / 64
+            + 2 * (dp - 1) / dp * 4 * 13e9 / (tp * pp) / 25e9 * (1.5 if z == 3 else 1)
+            + 2 * (tp - 1) / tp * 340 * 13e9 / (dp * pp) / 300e9 <= 1.05 * 3.661667
+        )(p["dp"], p["tp"], p["pp"], p["zero_stage"])),
+        weight=2, name="13B fp32 on 16 x 40 GB: overhead within 5 % of the best")
+# 7B bf16 on one node, 8 x 80 GB: t_c = 6 x 7e9 x 4,194,304 / (8 x 150e12) = 146.80064 s.
+# Best: dp 8, tp 1, pp 1, ZeRO-1 (35.00 GB per GPU): idle 0.0000 + data 0.0817
+# + tensor 0.0000 = 0.081667 s. Within 5 %: (8, 1, 1, Z1), (8, 1, 1, Z2).
+# Next: dp 8 tp 1 pp 1 ZeRO-3 0.122 s, dp 4 tp 2 pp 1 ZeRO-0 2.018 s.
+ck.case("7B_one_node_best", lambda: advise_strategy(7e9, 8, 80, "bf16"),
+        expect=ck.satisfies(lambda p: (lambda dp, tp, pp, z:
+            all(isinstance(v, int) for v in (dp, tp, pp, z))
+            and min(dp, pp) >= 1 and dp * tp * pp == 8 and tp in (1, 2, 4, 8) and z in (0, 1, 2, 3)
+            and 7e9 / (tp * pp) * (2 / (dp if z == 3 else 1) + 2 / (dp if z >= 2 else 1)
+                                   + 8 / (dp if z >= 1 else 1)) <= 80e9 * (1 + 1e-9)
+            and 146.80064 * (pp - 1) / 64
+            + 2 * (dp - 1) / dp * 2 * 7e9 / (tp * pp) / 300e9 * (1.5 if z == 3 else 1)
+            + 2 * (tp - 1) / tp * 340 * 7e9 / (dp * pp) / 300e9 <= 1.05 * 0.081667
+        )(p["dp"], p["tp"], p["pp"], p["zero_stage"])),
+        name="7B bf16 on one node, 8 x 80 GB: overhead within 5 % of the best")
+# 30B fp16 on 16 x 80 GB: t_c = 6 x 30e9 x 4,194,304 / (16 x 150e12) = 314.5728 s.
+# Best: dp 16, tp 1, pp 1, ZeRO-2 (78.75 GB per GPU): idle 0.0000 + data 4.5000
+# + tensor 0.0000 = 4.500000 s. Within 5 %: (16, 1, 1, Z2).
+# Next: dp 8 tp 2 pp 1 ZeRO-1 6.350 s, dp 8 tp 2 pp 1 ZeRO-2 6.350 s.
+ck.case("30B_fp16_16_best", lambda: advise_strategy(30e9, 16, 80, "fp16"),
+        expect=ck.satisfies(lambda p: (lambda dp, tp, pp, z:
+            all(isinstance(v, int) for v in (dp, tp, pp, z))
+            and min(dp, pp) >= 1 and dp * tp * pp == 16 and tp in (1, 2, 4, 8) and z in (0, 1, 2, 3)
+            and 30e9 / (tp * pp) * (2 / (dp if z == 3 else 1) + 2 / (dp if z >= 2 else 1)
+                                   + 8 / (dp if z >= 1 else 1)) <= 80e9 * (1 + 1e-9)
+            and 314.5728 * (pp - 1) / 64
+            + 2 * (dp - 1) / dp * 2 * 30e9 / (tp * pp) / 25e9 * (1.5 if z == 3 else 1)
+            + 2 * (tp - 1) / tp * 340 * 30e9 / (dp * pp) / 300e9 <= 1.05 * 4.500000
+        )(p["dp"], p["tp"], p["pp"], p["zero_stage"])),
+        name="30B fp16 on 16 x 80 GB: overhead within 5 % of the best")
+# 40B in bf16 on 4 x 80 GB: 480 GB of state; every plan with ZeRO-3 holds 480/4 = 120 GB per
+# GPU (the least any plan can), > 80 GB -> None
+ck.case("nothing_fits", lambda: advise_strategy(40e9, 4, 80, "bf16"),
+        expect=ck.exactly(None), name="40B bf16 on 4 x 80 GB: nothing fits -> None")
+ck.case("precision_fp8", lambda: advise_strategy(7e9, 8, 80, "fp8"),
+        expect=ck.raises(ValueError), name="precision='fp8' -> ValueError")
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # ### The full advisor
-# `coursekit.parallel.advisor` does the same search exhaustively and prices each plan: memory
-# from the course's memory model (activations included), compute at 50 % of peak,
-# tensor-parallel all-reduces on NVLink, the pipeline bubble, and the data-parallel
-# all-reduce over InfiniBand partly hidden behind the backward pass. Here it is on GPT-3 175B
-# and 1,024 A100s (the setting of Narayanan et al. 2021, who ran this size with tp = 8 and
-# pp = 8–16):
+# `coursekit.parallel.advisor` runs the same kind of search with a fuller model: memory from
+# the course's memory model (activations included, with or without recomputation), the
+# micro-batch size and count as choices, compute at 50 % of peak, tensor-parallel
+# all-reduces on NVLink from the model's real width, the pipeline bubble with
+# $m = B/(dp \cdot b)$ micro-batches, and the data-parallel all-reduce over InfiniBand partly
+# hidden behind the backward pass. Here it is on GPT-3 175B and 1,024 A100s (the setting of
+# Narayanan et al. 2021, who ran this size with tp = 8 and pp = 8–16):
 
 # %%
 _job = ref_adv.make_job("gpt3-175b", 1024, "A100-80GB", 8, "NVLink-A100", "InfiniBand-HDR",
@@ -586,11 +883,53 @@ vizp.plot_plan_memory(_cands, A100.memory_bytes)
 plt.show()
 
 # %% [markdown]
-# The advisor lands where Megatron-LM did: tensor parallelism fills the 8-GPU node, the
+# The full advisor lands where Megatron-LM did: tensor parallelism fills the 8-GPU node, the
 # pipeline spans nodes, data parallelism is outermost, ZeRO-1 shards the optimizer, and the
 # model FLOPs utilization is ~43 % (Narayanan et al. report 44–47 % of peak at this scale).
 #
-# ## Part 7 · The 3D-parallelism puzzle (lab Part 2)
+# **Your advisor against the full one.** Run yours on the same job, then let the full
+# advisor price your plan:
+
+# %%
+try:
+    _mine = advise_strategy(174_604_259_328, 1024, 80, "bf16")
+    _who = "your advise_strategy"
+except Exception:  # a stub: show the plan a correct one picks with Part 7's model
+    _mine, _who = None, "your advise_strategy is not done yet; showing dp 64, tp 4, pp 4"
+print(f"{_who}: {_mine}")
+_p = _mine if isinstance(_mine, dict) else {"dp": 64, "tp": 4, "pp": 4, "zero_stage": 1}
+try:
+    _m = 1536 // _p["dp"]  # micro-batches of one sequence per replica: B / (dp * b)
+    print(f"the full advisor on dp {_p['dp']}, tp {_p['tp']}, pp {_p['pp']}, "
+          f"ZeRO-{_p['zero_stage']}, b = 1, m = {_m}:")
+    for _rc in ("none", "selective", "full"):
+        _r = ref_adv.evaluate_plan(_job, ref_adv.Plan(_p["dp"], _p["tp"], _p["pp"],
+                                                      _p["zero_stage"], 1, _m, _rc))
+        print(f"  recompute {_rc:>9}: " + (
+            f"fits, {_r.memory_bytes / GB:.1f} GB per GPU, step {_r.step_time:.1f} s, "
+            f"MFU {100 * _r.mfu:.0f} %" if _r.fits else f"rejected: {_r.reason}"))
+except Exception as _exc:  # an odd plan the full advisor cannot price
+    print(f"  the full advisor cannot price this plan: {_exc}")
+print(f"the full advisor's best: {_adv.best.plan}, step {_adv.best.step_time:.1f} s")
+
+# %% [markdown]
+# With Part 7's model a correct advisor picks dp 64, tp 4, pp 4 with ZeRO-1 or 2 for this
+# job, and the full advisor disagrees, for reasons you can now name:
+#
+# * **Activations.** Part 7 counted model state only (45 GB per GPU for this plan). Add a
+#   micro-batch of activations and, as the cell above shows, the plan no longer fits without
+#   recomputation; recomputing fits it but adds a forward pass to every step, and its step
+#   time falls behind the full advisor's best plan.
+# * **Micro-batches per pipeline.** Part 7 fixed $m = 64$; really $m = B/(dp \cdot b)$, so
+#   more data parallelism leaves fewer micro-batches per pipeline and a bigger bubble.
+# * **Tensor traffic.** This job's batch ($T$ = 1,536 × 2,048 tokens) and GPT-3's width
+#   $h = 12{,}288$ give $2T/(3h) \approx 171$ bytes per parameter, not 340: tensor
+#   parallelism is half as expensive as Part 7 assumed.
+#
+# A cost model decides only what it counts. Part 7's is small enough to search by hand and
+# check line by line; the full one is what you would trust with a cluster.
+#
+# ## Part 8 · The 3D-parallelism puzzle (lab Part 2)
 #
 # GPT-3 175B on **64 A100s** (8 nodes of 8), global batch 64 sequences of 2,048 tokens,
 # mixed-precision Adam (16 bytes/param), **ZeRO-1**. Find a plan that fits in 80 GB per GPU
@@ -677,7 +1016,7 @@ ck.case("fits", lambda: my_plan,
 # extra forward pass). **Reflect (lab):** "your MFU is only 20 %." Which knob reclaims the idle
 # cycles? (More micro-batches per step, i.e. a smaller `b` or a bigger batch, or interleaving.)
 #
-# ## Part 8 · Stragglers: synchronous vs asynchronous SGD (lab Part 3)
+# ## Part 9 · Stragglers: synchronous vs asynchronous SGD (lab Part 3)
 #
 # Synchronous data parallelism waits for the **slowest** of $N$ workers every step. If each
 # worker is independently a straggler (slower by a factor $k$) with probability $q$, the
@@ -749,9 +1088,194 @@ print(f"async staleness: mean {_sim.mean_staleness:.0f} updates, max {_sim.max_s
 # 96 % of the steps wait for a straggler, so synchronous SGD runs ~2.6× slower than async on
 # raw samples per second, but every async update lands ~63 updates late, which slows or
 # destabilizes convergence. That is why large-model training stays synchronous and attacks
-# stragglers directly (backup workers, health checks) and why the stakeholder's question
-# ("ZeRO or async?") is really "memory or consistency?": ZeRO saves memory without changing the
-# mathematics of the update; async changes the mathematics.
+# stragglers directly (backup workers, health checks). Raw throughput is not the whole bill.
+#
+# ### The stakeholder challenge (lab Part 3)
+# The Infrastructure Lead: *"Wait-for-All synchronization is wasting $1M per month."* Two
+# proposals are on the table: switch to **asynchronous** updates, or switch to **ZeRO**.
+# Prove which one saves more.
+#
+# The fleet (`FLEET`, below): 2,048 A100-80GB GPUs in plain data parallelism at $2.00 per
+# GPU-hour, busy the whole month (730 hours); each worker-step straggles at 1.5× with
+# probability 5 %. The model has 5 × 10⁹ parameters at 12 bytes each (60 GB, replicated on
+# every GPU), and a micro-batch's activations take 30 GB: 60 + 30 > 80 GB, so today the job
+# runs with **full activation recomputation**. It keeps only each layer's input and
+# recomputes the rest during the backward pass: one extra forward pass, so every step takes
+# 4/3 of the time it would take without (forward 1 + backward 2 → 1 + 2 + 1; Korthikanti et
+# al. 2022, §5; chapter 002 on activation checkpointing).
+#
+# First check the claim, with your `expected_sync_step_time` measuring a step in units of a
+# straggler-free step:
+
+# %% [locked id=fleet]
+FLEET = dict(n_gpus=2048, dollars_per_gpu_hour=2.0, straggler_prob=0.05, slowdown=1.5,
+             n_params=5e9, gpu_memory_gb=80, activation_gb=30)
+
+# %%
+try:
+    _E = expected_sync_step_time(FLEET["n_gpus"], 1.0, FLEET["straggler_prob"], FLEET["slowdown"])
+    _who = "your expected_sync_step_time"
+except Exception:
+    _E = ref_scale.expected_sync_step_time(FLEET["n_gpus"], 1.0, FLEET["straggler_prob"],
+                                           FLEET["slowdown"])
+    _who = "coursekit (your function is not done yet)"
+_bill = FLEET["n_gpus"] * 730 * FLEET["dollars_per_gpu_hour"]
+print(f"monthly bill: {FLEET['n_gpus']:,} GPUs x 730 h x ${FLEET['dollars_per_gpu_hour']:.2f} "
+      f"= ${_bill:,.0f}")
+print(f"a synchronous step lasts {_E:.3f} straggler-free steps ({_who})")
+_waste = _bill * (1 - 1 / _E)
+print(f"time spent waiting: {100 * (1 - 1 / _E):.1f} % of every step = ${_waste:,.0f} per month")
+
+# %% [markdown]
+# The claim holds: a third of the bill is waiting. Now price the two fixes on the same
+# training progress, in dollars per month:
+#
+# * **Today (sync):** the bill, `n_gpus × 730 h × price`. A step costs
+#   $E = 1 + (k-1)\bigl(1-(1-q)^N\bigr)$ straggler-free steps (the formula above).
+# * **Async:** nobody waits. Each worker runs at its own mean pace, $1 + q(k-1)$
+#   straggler-free steps per update instead of $E$. But stale updates converge more slowly:
+#   async needs $(1 + p)$ times as many updates for the same progress. How big is the
+#   staleness penalty $p$? There is no universal number. Dai et al. 2019 ("Toward
+#   Understanding the Impact of Staleness in Distributed Machine Learning", ICLR) found it
+#   depends on the model and the optimizer (deeper networks and Adam suffer most); Chen et
+#   al. 2016 ("Revisiting Distributed Synchronous SGD") found synchronous training with backup
+#   workers converged faster and to better accuracy than async. So $p$ is an assumption you
+#   vary. Cost: today × $(1 + p)\,\bigl(1 + q(k-1)\bigr) / E$.
+# * **ZeRO-1:** still synchronous (it waits exactly as much), but the Adam moments are sharded
+#   over all $N$ GPUs, so each GPU keeps $N_p\,(2 + 2 + 8/N)$ bytes of state ($N_p$ parameters).
+#   If that plus the activations fits the GPU (≤, GB = 10⁹ bytes), recomputation can be
+#   switched off and every step takes 3/4 of its time: cost = today × 3/4. If it does not
+#   fit, ZeRO saves nothing here: cost = today. (ZeRO-1 moves the same bytes as plain data
+#   parallelism, Part 7.)
+#
+# **Predict first:** at a 25 % staleness penalty, which fix saves more? At 0 %?
+#
+# ### Exercise: the audit
+# Write `compare_fixes(fleet, async_penalty)`. `fleet` is a dict with the keys of `FLEET`;
+# `async_penalty` is $p$ as a fraction (0.25 for 25 %). Return a dict with the monthly
+# dollar costs `"sync"`, `"async"` and `"zero"` (floats), the cheaper fix `"choice"`
+# (`"async"` or `"zero"`; `"zero"` on a tie, since it leaves the mathematics of the update
+# unchanged) and `"savings"`, today's cost minus the cheaper fix's cost (dollars per month).
+# Use your `expected_sync_step_time`. Raise `ValueError` if `async_penalty` is negative. The
+# hidden tests use other fleets and penalties and compare dollars to a relative tolerance of
+# 1e-6.
+
+# %% [answer id=ex_fixes]
+def compare_fixes(fleet, async_penalty):
+    """Monthly dollars of today's synchronous fleet and of the async and ZeRO-1 fixes:
+    {"sync", "async", "zero", "choice", "savings"}. Raise ValueError if async_penalty < 0."""
+    ### BEGIN SOLUTION
+    if async_penalty < 0:
+        raise ValueError(f"async_penalty must be >= 0, got {async_penalty}")
+    n, q, k = fleet["n_gpus"], fleet["straggler_prob"], fleet["slowdown"]
+    sync = n * 730 * fleet["dollars_per_gpu_hour"]
+    e_sync = expected_sync_step_time(n, 1.0, q, k)
+    cost_async = sync * (1 + async_penalty) * (1 + q * (k - 1)) / e_sync
+    state = fleet["n_params"] * (2 + 2 + 8 / n)
+    fits = state + fleet["activation_gb"] * 1e9 <= fleet["gpu_memory_gb"] * 1e9
+    cost_zero = sync * 3 / 4 if fits else sync
+    choice = "async" if cost_async < cost_zero else "zero"
+    return {"sync": sync, "async": cost_async, "zero": cost_zero, "choice": choice,
+            "savings": sync - min(cost_async, cost_zero)}
+    ### END SOLUTION
+
+# %% [test id=test_fixes points=3]
+# Visible test: the story's fleet at a 25 % staleness penalty
+_got = ck.call(compare_fixes, FLEET, 0.25)
+ck.check_exact(_got["choice"], "zero", name="compare_fixes(FLEET, 0.25)['choice']")
+ck.check_close(_got["savings"], 747_520.0, rel=1e-6, name="compare_fixes(FLEET, 0.25)['savings']",
+               unit="$ per month", reveal=True)
+print(f"visible test passed: ZeRO saves ${_got['savings']:,.0f} per month at p = 25 %")
+### BEGIN HIDDEN TESTS
+ck.forbid(ref_scale.straggler_fix_costs, ref_scale.zero1_frees_recompute,
+          ref_scale.expected_sync_step_time, ref_scale.expected_async_throughput)
+# Expected values: a throwaway script with the prompt's formulas (no coursekit):
+#   sync = N 730 price; E = 1 + (k-1)(1 - (1-q)^N); async = sync (1+p)(1+q(k-1))/E;
+#   zero = 3/4 sync if N_p (4 + 8/N) + act <= memory else sync
+# H1: 1,024 GPUs, $2.50, q 3 %, k 2, 7B, 80 GB, 40 GB of activations, p = 5 %:
+#   sync 1,868,800; E = 2 - 0.97^1024 ~ 2.0; async = 1,868,800 x 1.05 x 1.03 / 2 = 1,010,553.6;
+#   ZeRO: 7e9 x 4.0078 = 28.05 GB + 40 = 68.05 GB fits -> 1,401,600 -> async, saves 858,246.4
+_H1 = dict(n_gpus=1024, dollars_per_gpu_hour=2.5, straggler_prob=0.03, slowdown=2.0,
+           n_params=7e9, gpu_memory_gb=80, activation_gb=40)
+ck.case("H1_choice", lambda: compare_fixes(_H1, 0.05)["choice"],
+        expect=ck.exactly("async"), name="1,024 GPUs, 3 % at 2x, p = 5 %: choice")
+ck.case("H1_savings", lambda: compare_fixes(_H1, 0.05)["savings"],
+        expect=ck.approx(858246.4, rel=1e-6), name="1,024 GPUs, 3 % at 2x, p = 5 %: savings")
+# H2: 256 GPUs, $3, q 5 %, k 1.5, 13B, 80 GB, 20 GB, p = 30 %: sync 560,640;
+#   E = 1 + 0.5 (1 - 0.95^256) = 1.499999009; async = 560,640 x 1.3 x 1.025 / E = 498,035.529;
+#   ZeRO: 13e9 x 4.03125 = 52.41 GB + 20 = 72.41 GB fits -> 420,480 -> zero, saves 140,160
+_H2 = dict(n_gpus=256, dollars_per_gpu_hour=3.0, straggler_prob=0.05, slowdown=1.5,
+           n_params=13e9, gpu_memory_gb=80, activation_gb=20)
+ck.case("H2_choice", lambda: compare_fixes(_H2, 0.3)["choice"],
+        expect=ck.exactly("zero"), name="256 GPUs, 13B, p = 30 %: choice")
+ck.case("H2_savings", lambda: compare_fixes(_H2, 0.3)["savings"],
+        expect=ck.approx(140160.0, rel=1e-6), name="256 GPUs, 13B, p = 30 %: savings")
+ck.case("H2_async", lambda: compare_fixes(_H2, 0.3)["async"],
+        expect=ck.approx(498035.529141, rel=1e-6), name="256 GPUs, 13B, p = 30 %: async cost")
+# H3: 512 GPUs, $2.20, q 5 %, k 1.5, 5B, 80 GB, 62 GB, p = 40 %: sync 822,272;
+#   ZeRO: 5e9 x 4.0156 = 20.08 GB + 62 = 82.08 GB > 80 -> zero = sync = 822,272;
+#   E = 1.4999999999980; async = 822,272 x 1.4 x 1.025 / E = 786,640.213 -> async, saves 35,631.787
+_H3 = dict(n_gpus=512, dollars_per_gpu_hour=2.2, straggler_prob=0.05, slowdown=1.5,
+           n_params=5e9, gpu_memory_gb=80, activation_gb=62)
+ck.case("H3_choice", lambda: compare_fixes(_H3, 0.4)["choice"],
+        expect=ck.exactly("async"), name="activations too big for ZeRO to help: choice")
+ck.case("H3_savings", lambda: compare_fixes(_H3, 0.4)["savings"],
+        expect=ck.approx(35631.786666, rel=1e-6), name="activations too big: savings")
+ck.case("H3_zero", lambda: compare_fixes(_H3, 0.4)["zero"],
+        expect=ck.approx(822272.0, rel=1e-6), name="activations too big: ZeRO cost = today")
+# H4: 16 GPUs, $4, q 1 %, k 3, 1B, 40 GB, 10 GB, p = 20 %: sync 46,720;
+#   E = 1 + 2 (1 - 0.99^16) = 1.297084458; async = 46,720 x 1.2 x 1.02 / E = 44,087.553;
+#   ZeRO: 1e9 x 4.5 = 4.5 GB + 10 = 14.5 GB fits -> 35,040 -> zero, saves 11,680
+_H4 = dict(n_gpus=16, dollars_per_gpu_hour=4.0, straggler_prob=0.01, slowdown=3.0,
+           n_params=1e9, gpu_memory_gb=40, activation_gb=10)
+ck.case("H4_choice", lambda: compare_fixes(_H4, 0.2)["choice"],
+        expect=ck.exactly("zero"), name="16 GPUs, 1 % at 3x, p = 20 %: choice")
+ck.case("H4_savings", lambda: compare_fixes(_H4, 0.2)["savings"],
+        expect=ck.approx(11680.0, rel=1e-6), name="16 GPUs, 1 % at 3x, p = 20 %: savings")
+ck.case("negative_penalty", lambda: compare_fixes(_H4, -0.1),
+        expect=ck.raises(ValueError), name="async_penalty = -0.1 -> ValueError")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# How the answer moves with the penalty you assume (your `compare_fixes` when it works):
+
+# %%
+_pens = np.linspace(0.0, 1.0, 101)
+try:
+    _rows = [compare_fixes(FLEET, float(_p)) for _p in _pens]
+    _who = "your compare_fixes"
+except Exception:  # a stub falls back to the library
+    _zfits = ref_scale.zero1_frees_recompute(FLEET["n_params"], FLEET["n_gpus"],
+                                             FLEET["gpu_memory_gb"] * 1e9,
+                                             FLEET["activation_gb"] * 1e9)
+    _rows = []
+    for _p in _pens:
+        _c = ref_scale.straggler_fix_costs(FLEET["n_gpus"], FLEET["dollars_per_gpu_hour"],
+                                           FLEET["straggler_prob"], FLEET["slowdown"],
+                                           float(_p), _zfits)
+        _rows.append({"sync": _c.sync, "async": _c.async_, "zero": _c.zero,
+                      "choice": _c.choice, "savings": _c.savings})
+    _who = "coursekit (your function is not done yet)"
+_flip = next((_p for _p, _r in zip(_pens, _rows) if _r["choice"] == "zero"), None)
+print(f"({_who}) async is the cheaper fix for penalties below {100 * _flip:.0f} %; "
+      f"ZeRO from there on" if _flip is not None else f"({_who}) async wins at every penalty")
+vizp.plot_fix_costs(_pens, [_r["async"] for _r in _rows], _rows[0]["zero"], _rows[0]["sync"],
+                    title="2,048 GPUs, 5 % stragglers at 1.5x: which fix?")
+plt.show()
+
+# %% [markdown]
+# **Reflect (ungraded): when would async win?** Write the condition before you read on.
+#
+# Async is the cheaper fix when $(1+p)\,\bigl(1+q(k-1)\bigr)/E < 3/4$, that is when the
+# staleness penalty is below $p^* = \frac{3E}{4\,(1+q(k-1))} - 1$: about 10 % for this fleet
+# ($E = 1.5$). So async wins when staleness is nearly free (shallow models, small learning
+# rates, few workers), when stragglers are severe on a big fleet ($E$ close to $k$ while a
+# worker's own mean stays near 1), or when ZeRO cannot turn its memory into speed: if the
+# activations do not fit even after sharding, ZeRO's cost stays at today's and async wins for
+# any $p < E/(1+q(k-1)) - 1$, about 46 % here. On a small fleet $E$ is close to 1 and async
+# saves almost nothing. Nor are the two exclusive: ZeRO plus backup workers (Chen et al.
+# 2016) keeps the update synchronous and cuts most of the wait. **The Ledger (lab):** did you
+# prioritize gradient consistency or raw throughput, and what number would change your mind?
 #
 # ## Summary
 # * Data parallelism buys throughput, never capacity; tensor and pipeline parallelism (and
@@ -760,9 +1284,16 @@ print(f"async staleness: mean {_sim.mean_staleness:.0f} updates, max {_sim.max_s
 #   bandwidth; on 10 GbE the scaling curve flattens at once, on InfiniBand much later.
 # * The bubble $(p-1)/(vm+p-1)$ shrinks only with more micro-batches (or interleaving);
 #   under 10 % at $p=4$ needs $m \ge 28$.
+# * Tensor parallelism cuts $A$ by columns and $B$ by rows so that GeLU needs no
+#   communication; each layer then all-reduces its full activation tensor, $2\frac{t-1}{t}$ of
+#   it sent per GPU, which keeps tensor parallelism on NVLink inside a node.
 # * Placement follows communication frequency: tensor inside a node, pipeline across nodes,
-#   data parallel outermost (chapter Table 20), and the advisor rediscovers it.
-# * Synchronous SGD waits for the slowest worker; async trades that wait for staleness.
+#   data parallel outermost (chapter Table 20). An advisor is a search over a small space with
+#   a stated cost model, and its answer is only as good as what the model counts (activations,
+#   micro-batches per pipeline, the real width).
+# * Synchronous SGD waits for the slowest worker; async trades that wait for staleness. In
+#   dollars, ZeRO beats async when the memory it frees buys speed (here: no recomputation)
+#   and the staleness penalty is above a threshold you can compute.
 #
 # **Reflection (ungraded):** you have 16 nodes of 8 H100s and a 70B model. Which plan would
 # you try first, what would you measure in the first hour to check it, and what result would

@@ -21,7 +21,7 @@ EXPECTED = {
     "01_training_cost": {"max": 22, "alice": 22, "bob": 7, "carol": 0},
     "02_memory_calculator": {"max": 20, "alice": 20, "bob": 9, "carol": 0},
     "03_bottlenecks": {"max": 24, "alice": 24, "bob": 9, "carol": 0},
-    "04_parallelism_advisor": {"max": 20, "alice": 20, "bob": 11, "carol": 0},
+    "04_parallelism_advisor": {"max": 27, "alice": 27, "bob": 11, "carol": 0},
     "05_speculative_decoding": {"max": 20, "alice": 20, "bob": 9, "carol": 0},
     "06_continuous_batching": {"max": 21, "alice": 21, "bob": 9, "carol": 0},
     "07_self_checks": {"max": 49, "alice": 49, "bob": 26, "carol": 0},

@@ -18,7 +18,8 @@ from .collectives import (ALLREDUCE_ALGORITHMS, allreduce_time,
 __all__ = [
     "scaling_efficiency", "speedup", "dp_step_time", "dp_speedup", "marginal_speedup",
     "diminishing_returns_point", "StragglerResult", "simulate_stragglers",
-    "expected_sync_step_time", "expected_async_throughput",
+    "expected_sync_step_time", "expected_async_throughput", "HOURS_PER_MONTH",
+    "FixCosts", "zero1_frees_recompute", "straggler_fix_costs",
 ]
 
 
@@ -182,3 +183,67 @@ def simulate_stragglers(n_workers, n_steps, base_time, straggler_prob, slowdown,
     stale = rank - np.searchsorted(flat[order], starts.ravel(), side="right")
     return StragglerResult(sync, float(sync_tp), float(async_tp), float(stale.mean()),
                            int(stale.max()))
+
+
+HOURS_PER_MONTH = 730.0
+"""8,760 hours per year / 12 (the lab plan's "$ per month" at a fleet busy all month)."""
+
+
+def zero1_frees_recompute(n_params, n_gpus, gpu_memory_bytes, activation_bytes) -> bool:
+    """Whether ZeRO-1 over ``n_gpus`` data-parallel GPUs frees enough memory to keep a
+    micro-batch's activations instead of recomputing them: weights + gradients (2 + 2
+    bytes/param, replicated) + Adam moments (8 bytes/param, sharded ``1/N``) +
+    ``activation_bytes`` <= ``gpu_memory_bytes`` (lesson plan's 12 bytes/param;
+    Rajbhandari et al. 2020 §5). Bytes in, bool out."""
+    n = check_number("n_params", n_params, minimum=0, strict=True)
+    g = check_number("n_gpus", n_gpus, minimum=1, integer=True)
+    cap = check_number("gpu_memory_bytes", gpu_memory_bytes, minimum=0, strict=True)
+    act = check_number("activation_bytes", activation_bytes, minimum=0)
+    return n * (2 + 2 + 8 / g) + act <= cap
+
+
+@dataclass(frozen=True)
+class FixCosts:
+    """Monthly dollars of a data-parallel fleet today (sync, waiting for stragglers) and
+    after each of the lab's two fixes; ``choice`` is the cheaper fix."""
+
+    sync: float
+    async_: float
+    zero: float
+
+    @property
+    def choice(self) -> str:
+        """``"zero"`` or ``"async"``, whichever costs less (``"zero"`` on a tie: it leaves
+        the update's mathematics unchanged)."""
+        return "async" if self.async_ < self.zero else "zero"
+
+    @property
+    def savings(self) -> float:
+        """Dollars per month the cheaper fix saves against today's bill."""
+        return self.sync - min(self.async_, self.zero)
+
+
+def straggler_fix_costs(n_gpus, dollars_per_gpu_hour, straggler_prob, slowdown,
+                        async_penalty, zero_frees_recompute, *, recompute_factor=4 / 3,
+                        hours_per_month=HOURS_PER_MONTH) -> FixCosts:
+    """Lab plan 004 Part 3's stakeholder challenge, as monthly cost of the same training
+    progress. Today (sync): the fleet is busy all month, ``N * hours * price``; its steps
+    take ``E = 1 + (k-1)(1-(1-q)^N)`` base steps (:func:`expected_sync_step_time`).
+    Async: no waiting, each worker at its mean pace ``1 + q(k-1)`` (Dean et al. 2012),
+    but ``(1 + async_penalty)`` times the updates to converge (staleness; Dai et al.
+    2019 show the penalty is problem-dependent): ``sync (1+p)(1+q(k-1))/E``. ZeRO-1:
+    still synchronous; if the freed memory holds the activations, full recomputation
+    (one extra forward, ``recompute_factor`` = 4/3 of the step; Korthikanti et al. 2022
+    §5) stops: ``sync / recompute_factor``, else ``sync``. Dollars per month."""
+    n = check_number("n_gpus", n_gpus, minimum=1, integer=True)
+    price = check_number("dollars_per_gpu_hour", dollars_per_gpu_hour, minimum=0)
+    pen = check_number("async_penalty", async_penalty, minimum=0)
+    rf = check_number("recompute_factor", recompute_factor, minimum=1)
+    hours = check_number("hours_per_month", hours_per_month, minimum=0, strict=True)
+    if not isinstance(zero_frees_recompute, bool):
+        raise TypeError(f"zero_frees_recompute must be a bool, got {zero_frees_recompute!r}")
+    e_sync = expected_sync_step_time(n, 1.0, straggler_prob, slowdown)
+    mean_worker = 1.0 + straggler_prob * (slowdown - 1.0)
+    sync = n * hours * price
+    return FixCosts(sync=sync, async_=sync * (1.0 + pen) * mean_worker / e_sync,
+                    zero=sync / rf if zero_frees_recompute else sync)

@@ -15,7 +15,7 @@ from ..units import GB
 from . import watch
 
 __all__ = ["plot_scaling", "plot_pipeline_gantt", "plot_plan_memory", "plot_step_breakdown",
-           "parallelism_configurator"]
+           "parallelism_configurator", "plot_fix_costs"]
 
 _COLORS = {"F": "#4C72B0", "B": "#DD8452"}
 
@@ -203,3 +203,24 @@ def parallelism_configurator(job: Job, *, bubble_fn=None):
     watch((tp, pp, m, zero, rec, link), update)
     update()
     return w.VBox([w.HBox([tp, pp, m]), w.HBox([zero, rec, link]), out])
+
+
+def plot_fix_costs(penalties, async_costs, zero_cost, sync_cost, *,
+                   title="Monthly cost of the two fixes"):
+    """Monthly dollars against the async staleness penalty (extra updates to converge, as
+    a fraction): async as a line over ``penalties``, ZeRO and today's bill as flat lines;
+    the crossing is where async stops paying."""
+    plt = _plt()
+    pen = 100 * np.asarray(penalties, dtype=float)
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    ax.plot(pen, np.asarray(async_costs, dtype=float) / 1e6, marker="o", ms=3,
+            label="switch to async SGD")
+    ax.axhline(zero_cost / 1e6, color="#55A868", label="switch to ZeRO (still synchronous)")
+    ax.axhline(sync_cost / 1e6, color="k", ls="--", label="today: wait for all")
+    ax.set_xlabel("async staleness penalty (extra updates to converge, %)")
+    ax.set_ylabel("cost per month (million $)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
