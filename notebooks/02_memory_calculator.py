@@ -1,17 +1,19 @@
 # %% [markdown]
 # # 02 · The training-memory calculator
 #
-# **Follows:** the "Model Training" chapter — Def 1.1, Napkin Math 1.2 (optimizer memory),
-# 1.3 (activation memory), 1.4 (VRAM estimate), 1.6 (mixed precision), 1.8 (gradient
-# accumulation), Tables 4, 14–16 — and the lesson plan's Exercise 1 (memory calculator,
-# ZeRO) and misconception 1.
+# **Follows:** the "Model Training" chapter — Def 1.1, §1.2 "Adaptive and momentum-based
+# optimizers" (SGD, momentum, Adam, AdamW), Napkin Math 1.2 (optimizer memory), 1.3
+# (activation memory), 1.4 (VRAM estimate), 1.6 (mixed precision), 1.8 (gradient
+# accumulation), Tables 4, 14–16 — the lesson plan's Exercise 1 (memory calculator, ZeRO)
+# and misconception 1, and the reviewers' request for a gradient-accumulation diagram.
 #
 # **You will be able to:** add up training memory from its components instead of a magic
-# number; compute activation memory per layer with and without recomputation; say what
-# each ZeRO stage shards and how much it saves; size a KV cache; decide whether a model
-# fits a GPU, and how many GPUs it needs.
+# number; compare SGD, momentum, Adam and AdamW by memory, compute and convergence, and
+# implement AdamW; compute activation memory per layer with and without recomputation; say
+# what each ZeRO stage shards and how much it saves; plan gradient accumulation; size a KV
+# cache; decide whether a model fits a GPU, and how many GPUs it needs.
 #
-# **Time:** about 75 minutes. **Points:** 20, in 9 graded functions.
+# **Time:** about 120 minutes. **Points:** 28, in 11 graded cells.
 #
 # ### Conventions used in this notebook (read them once)
 # * **GB = 10⁹ bytes, GiB = 2³⁰ bytes.** A GPU sold as "80 GB" is compared as 80 × 10⁹ bytes.
@@ -35,6 +37,7 @@ import matplotlib.pyplot as plt
 from coursekit.grading import checks as ck
 from coursekit.grading import selfcheck as sc  # instant feedback on predictions
 from coursekit.training import memory as ref_memory
+from coursekit.training import optimizers as ref_opt
 from coursekit.units import GB, GiB, fmt_bytes
 from coursekit.models import get_model
 from coursekit.hardware import get_accelerator
@@ -109,6 +112,294 @@ ck.case('static_memory_bytes_-1', lambda: static_memory_bytes(-1, RECIPES["fp32+
 # Was your prediction 84 GB? Optimizer state alone (56 GB) is **4× the weights**: the
 # "administrative tax" of training. With the fp32 master copy that mixed precision keeps,
 # the total is 16 bytes/param = 112 GB.
+#
+# ## Part 1b · Which optimizer? SGD, momentum, Adam and AdamW
+#
+# That 56 GB is a choice. The chapter (§1.2, "Adaptive and momentum-based optimizers",
+# Table 4) ranks the optimizers two ways: **plain SGD** keeps no state, **SGD with momentum**
+# one velocity per parameter, **Adam** two moments ($m$ and $v$) per parameter; in the other
+# direction, Adam converges in the fewest steps. **AdamW** is Adam with the weight decay moved
+# out of the gradient (Loshchilov & Hutter 2019): the same two moments, so the same memory.
+# You will measure all three costs here: memory (bytes of state), compute (FLOPs per
+# parameter per step) and convergence (loss per step, on a problem you run in numpy).
+#
+# **Our conventions.** The update rules are PyTorch's (`torch.optim`). State is kept in fp32:
+# 0, 4 and 8 bytes per parameter. FLOPs per parameter count each elementwise $+$, $-$,
+# $\times$, $\div$ and $\sqrt{\ }$ as one FLOP, with per-step scalars such as $1-\beta_1^t$
+# not counted. The chapter's Table 4 row "Operations/Parameter" (2, 3, 4, 5) counts more
+# loosely. Bytes moved assume one fused kernel that reads the parameters, the gradient
+# and the state once, and writes the parameters and the state once.
+
+# %%
+_gpt2xl = 1.5e9  # GPT-2 XL parameters, as the chapter rounds them (Napkin 1.2)
+print(f"{'optimizer':<9} {'state':>7} {'GPT-2 XL state':>15} {'FLOPs/param':>12} "
+      f"{'moved/param':>12} {'step on A100 (HBM-bound)':>25}")
+for _name in ref_opt.OPTIMIZERS:
+    _state_b = ref_opt.optimizer_state_bytes(1, _name)
+    _state_xl_gb = ref_opt.optimizer_state_bytes(_gpt2xl, _name) / GB
+    _moved = ref_opt.step_bytes_per_param(_name)
+    print(f"{_name:<9} {_state_b:>3g} B/p {_state_xl_gb:>12.1f} GB "
+          f"{ref_opt.step_flops_per_param(_name):>7} FLOP {_moved:>9g} B "
+          f"{_gpt2xl * _moved / A100.hbm_bandwidth * 1e3:>21.1f} ms")
+_fwd_bwd = 6 * _gpt2xl * 512 * 1024  # 6N FLOPs per token, one step of 512 x 1024 tokens
+print(f"forward + backward of one 512 x 1024-token step: {_fwd_bwd:.2e} FLOP, "
+      f"{_fwd_bwd / _gpt2xl:,.0f} FLOP per parameter")
+
+# %% [markdown]
+# Read the table twice. **Memory:** AdamW costs exactly what Adam costs, 8 bytes per
+# parameter, 12 GB for GPT-2 XL (Napkin 1.2). **Compute:** 14 FLOPs per parameter is nothing
+# next to the 3.1 million the forward and backward passes spend per parameter in one step;
+# the optimizer step is limited by memory traffic (28 bytes per parameter for Adam), and
+# it takes milliseconds, against seconds for the forward and backward passes. So the price
+# of Adam is memory, not time.
+#
+# ### Exercise: write Adam(W)
+# **Predict first:** on the very first step ($t = 1$, $m = v = 0$), how far does Adam move a
+# parameter whose gradient is 4.0, and one whose gradient is 0.003? Write both down.
+#
+# Write `adamw_step(params, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8,
+# weight_decay=0.0)`: one step of AdamW on numpy arrays. It returns the tuple
+# `(new_params, new_m, new_v)`:
+#
+# $$m \leftarrow \beta_1 m + (1-\beta_1)\,g, \qquad v \leftarrow \beta_2 v + (1-\beta_2)\,g^2,
+# \qquad \hat m = \frac{m}{1-\beta_1^{\,t}}, \qquad \hat v = \frac{v}{1-\beta_2^{\,t}}$$
+#
+# $$\theta \leftarrow \theta - \text{lr}\cdot\lambda\cdot\theta
+#   - \text{lr}\cdot\frac{\hat m}{\sqrt{\hat v} + \epsilon}$$
+#
+# where $\lambda$ is `weight_decay`, both terms use $\theta$ from before the step, and `t` is
+# the number of this step, counting from 1. With `weight_decay=0` this is Adam (the chapter's
+# equations). The decay is **decoupled**: it is *not* added to the gradient (that would be
+# Adam with L2 regularization, a different algorithm that the hidden tests tell apart).
+# Return new arrays and leave `params`, `grad`, `m` and `v` unchanged (no in-place updates;
+# the hidden tests check). Raise `ValueError` if `t < 1`, if `beta1` or `beta2` is not in
+# $[0, 1)$, or if `grad`, `m` or `v` has a different shape from `params`. The hidden tests
+# compare every number of the result with a relative tolerance of $10^{-6}$.
+
+# %% [answer id=ex_adamw]
+def adamw_step(params, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
+    """One AdamW step; returns (new_params, new_m, new_v) as new numpy arrays.
+
+    t: this step's number (1 for the first). ValueError if t < 1, beta1 or beta2 outside
+    [0, 1), or grad, m or v shaped differently from params.
+    """
+    ### BEGIN SOLUTION
+    params, grad, m, v = (np.asarray(x, dtype=float) for x in (params, grad, m, v))
+    if t < 1:
+        raise ValueError(f"t must be >= 1 (the first step is t = 1), got {t}")
+    for name, beta in (("beta1", beta1), ("beta2", beta2)):
+        if not 0 <= beta < 1:
+            raise ValueError(f"{name} must be in [0, 1), got {beta}")
+    for name, x in (("grad", grad), ("m", m), ("v", v)):
+        if x.shape != params.shape:
+            raise ValueError(f"{name} has shape {x.shape}, params {params.shape}")
+    new_m = beta1 * m + (1 - beta1) * grad
+    new_v = beta2 * v + (1 - beta2) * grad * grad
+    m_hat = new_m / (1 - beta1 ** t)
+    v_hat = new_v / (1 - beta2 ** t)
+    new_params = params - lr * weight_decay * params - lr * m_hat / (np.sqrt(v_hat) + eps)
+    return new_params, new_m, new_v
+    ### END SOLUTION
+
+# %% [test id=test_adamw points=3]
+# Visible test: the first step from m = v = 0 with lr = 0.01
+_p, _m, _v = ck.call(adamw_step, np.array([1.0, -2.0, 0.5]), np.array([0.3, -0.02, 4.0]),
+                     np.zeros(3), np.zeros(3), 1, 0.01)
+ck.check_array_close(_p, [0.99, -1.99, 0.49], name="adamw_step(...) new_params at t = 1",
+                     reveal=True)
+print("visible test passed: the first step moves every parameter by lr = 0.01, whatever "
+      "its gradient (0.3, -0.02 or 4.0)")
+### BEGIN HIDDEN TESTS
+ck.forbid(ref_opt.adam_step, ref_opt.adamw_step, ref_opt.run_optimizer)
+_flat = lambda out: [float(x) for part in out for x in np.ravel(part)]
+def _three_steps():
+    p, m, v = np.array([1.0, -1.0]), np.zeros(2), np.zeros(2)
+    for t, g in enumerate(([0.5, -2.0], [-0.25, 1.0], [0.1, 0.4]), start=1):
+        p, m, v = adamw_step(p, np.array(g), m, v, t, 0.1)
+    return [float(x) for x in np.ravel(p)]
+def _inputs_unchanged():
+    arrays = [np.array([0.4, -0.6]), np.array([0.2, 0.1]), np.array([0.01, -0.02]),
+              np.array([1e-3, 2e-3])]
+    copies = [a.copy() for a in arrays]
+    adamw_step(*arrays, 2, 0.1, weight_decay=0.1)
+    return all(np.array_equal(a, c) for a, c in zip(arrays, copies))
+# all expected values recomputed with a throwaway numpy implementation of the formulas in
+# the prompt (not coursekit), printed to 15 significant digits
+# first step: theta - lr * g / (|g| + eps) ~ theta - lr * sign(g): 0.63, -0.39, 3.39, 0.17
+ck.case('first_step_params', lambda: _flat(adamw_step(np.array([0.61, -0.37, 3.41, 0.15]),
+        np.array([-0.5, 0.003, 2.5, -4.0]), np.zeros(4), np.zeros(4), 1, 0.02)[:1]),
+        expect=ck.approx([0.6299999996, -0.389999933333556, 3.39000000008, 0.16999999995]),
+        weight=2, name='first step, params')
+# m = 0.1 g, v = 0.001 g**2
+ck.case('first_step_moments', lambda: _flat(adamw_step(np.array([0.61, -0.37, 3.41, 0.15]),
+        np.array([-0.5, 0.003, 2.5, -4.0]), np.zeros(4), np.zeros(4), 1, 0.02)[1:]),
+        expect=ck.approx([-0.05, 0.0003, 0.25, -0.4, 0.00025, 9e-09, 0.00625, 0.016]),
+        name='first step, m and v')
+# t = 4 from a given state; without bias correction the params would be
+# [0.445045389735235, -1.46038622759656, 2.99154543980935]
+ck.case('later_step', lambda: _flat(adamw_step(np.array([0.5, -1.5, 3.0]),
+        np.array([0.2, -0.1, -0.6]), np.array([0.05, -0.02, 0.1]),
+        np.array([1e-4, 4e-5, 9e-4]), 4, 0.01)),
+        expect=ck.approx([0.489901042418199, -1.49272021003155, 2.99844631416284, 0.065,
+                          -0.028, 0.03, 0.0001399, 4.996e-05, 0.0012591]),
+        weight=2, name='a step at t = 4 from a given state')
+# three steps from zeros, lr = 0.1 (without bias correction: [0.41453723344835, -0.526003372195107])
+ck.case('three_steps', lambda: _three_steps(),
+        expect=ck.approx([0.841841943025716, -0.86435933773]), weight=2,
+        name='three steps in a row from m = v = 0')
+# betas (0.8, 0.99): bias-corrected first step is lr = 0.05; without correction 2 lr (1.9, -0.9)
+ck.case('bias_correction', lambda: _flat(adamw_step(np.array([2.0, -1.0]),
+        np.array([5.0, -0.5]), np.zeros(2), np.zeros(2), 1, 0.05, beta1=0.8, beta2=0.99)[:1]),
+        expect=ck.approx([1.9500000001, -0.950000001]), name='bias correction, betas (0.8, 0.99)')
+# decoupled: theta (1 - 0.05 x 0.5) - 0.05 sign(g); Adam + L2 would give [0.95, -1.95, 0.45]
+ck.case('decoupled_first_step', lambda: _flat(adamw_step(np.array([1.0, -2.0, 0.5]),
+        np.array([0.01, 0.3, -0.002]), np.zeros(3), np.zeros(3), 1, 0.05, weight_decay=0.5)[:1]),
+        expect=ck.approx([0.92500004999995, -1.99999999833333, 0.53749975000125]), weight=2,
+        name='decoupled weight decay, first step')
+# t = 3, weight_decay 0.1; Adam + L2 would give [0.826450864814931, -0.262075835964015]
+ck.case('decoupled_later_step', lambda: _flat(adamw_step(np.array([0.83, -0.27]),
+        np.array([0.05, -0.3]), np.array([0.02, -0.04]), np.array([3e-4, 2e-4]), 3, 0.01,
+        weight_decay=0.1)[:1]),
+        expect=ck.approx([0.826497272111001, -0.261898068433346]),
+        name='decoupled weight decay, t = 3')
+ck.case('inputs_unchanged', lambda: _inputs_unchanged(), expect=ck.exactly(True),
+        name='params, grad, m and v are not modified')
+ck.case('t_0', lambda: adamw_step(np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(2), 0, 0.1),
+        expect=ck.raises(ValueError), name='t = 0')
+ck.case('beta2_1', lambda: adamw_step(np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(2), 1, 0.1,
+                                      beta2=1.0),
+        expect=ck.raises(ValueError), name='beta2 = 1')
+ck.case('shape_mismatch', lambda: adamw_step(np.zeros(2), np.zeros(3), np.zeros(2), np.zeros(2),
+                                             1, 0.1),
+        expect=ck.raises(ValueError), name='grad shaped differently from params')
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Both parameters move by `lr`: at $t = 1$, $\hat m = g$ and $\sqrt{\hat v} = |g|$, so the step
+# is $\text{lr}\cdot g/|g|$, whatever the gradient's size. That is Adam's per-parameter scaling,
+# and the bias correction is what makes it hold from the first step.
+#
+# ### Run it: four optimizers on an ill-conditioned problem
+# `ref_opt.least_squares_problem()` is a small linear regression (64 samples, 8 features,
+# fixed seed) whose feature scales span a factor of 100, so its loss surface is steep in some
+# directions and almost flat in others (a condition number in the thousands): the
+# landscape the chapter says SGD struggles with. Plain SGD's learning rate is capped by the
+# steepest direction (it diverges above $2/L$, $L$ the largest curvature), so we give SGD and
+# momentum $1/L$. Adam and AdamW run **your** `adamw_step` (the library's until yours works).
+# **Predict:** which curve reaches the minimum first, and where will AdamW end up?
+
+# %%
+from coursekit.viz.memory import plot_optimizer_curves
+_problem = ref_opt.least_squares_problem()
+_L = _problem.max_curvature
+print(f"condition number {_problem.condition:,.0f}; largest curvature L = {_L:.3f}; "
+      f"SGD and momentum use lr = 1/L = {1 / _L:.3f}")
+
+def _run_student(steps, lr, weight_decay):
+    p, m, v = _problem.theta0, np.zeros(8), np.zeros(8)
+    losses = [_problem.loss(p)]
+    for t in range(1, steps + 1):
+        p, m, v = adamw_step(p, _problem.grad(p), m, v, t, lr, weight_decay=weight_decay)
+        losses.append(_problem.loss(p))
+    return np.array(losses)
+
+_curves = {"SGD": ref_opt.run_optimizer(_problem, "sgd", 300, 1 / _L),
+           "SGD + momentum 0.9": ref_opt.run_optimizer(_problem, "momentum", 300, 1 / _L)}
+for _label, _opt, _wd in (("Adam", "adam", 0.0), ("AdamW, decay 0.01", "adamw", 0.01)):
+    try:
+        _curves[_label + " (yours)"] = _run_student(300, 0.05, _wd)
+    except Exception:  # a stub falls back to the library so the plot still shows
+        _curves[_label + " (coursekit)"] = ref_opt.run_optimizer(_problem, _opt, 300, 0.05,
+                                                                 weight_decay=_wd)
+_curves["Adam + L2 0.01 (coursekit)"] = ref_opt.run_optimizer(_problem, "adam", 300, 0.05,
+                                                              weight_decay=0.01)
+for _label, _losses in _curves.items():
+    _hit = ref_opt.steps_to_reach(_losses, _problem.min_loss + 1e-4)
+    print(f"{_label:<28}: loss above the minimum after 300 steps "
+          f"{_losses[-1] - _problem.min_loss:.1e}; within 1e-4 of it after "
+          + (f"{_hit} steps" if _hit is not None else "more than 300 steps"))
+plot_optimizer_curves(_curves, _problem.min_loss)
+plt.show()
+
+# %% [markdown]
+# What the curves say:
+# * **SGD** drops fast along the steep directions, then crawls along the flat ones: one
+#   learning rate cannot suit both (chapter §1.2). **Momentum** accumulates velocity along
+#   the flat directions and gets about ten times lower.
+# * **Adam** divides each parameter's step by its own $\sqrt{\hat v}$, so flat and steep
+#   directions move at similar speeds, and it reaches the minimum. It pays with the 8 bytes
+#   per parameter of the table above.
+# * **AdamW** levels off a little above Adam because its decay pulls toward 0 (a small,
+#   deliberate bias). **Adam + L2** stops far higher: its decay term goes *through* the
+#   adaptive denominator, so parameters with small gradients (the flat directions) are pulled
+#   hard toward 0 and parameters with large ones hardly at all (the chapter's footnote on
+#   AdamW). Weight decay is there for generalization, not for a lower training loss; the point
+#   is that the two are different algorithms at the same memory.
+#
+# A caveat: a convex, full-batch toy flatters adaptive methods. On real networks, tuned SGD
+# with momentum still competes (image classifiers); AdamW is the default for transformers.
+#
+# ### Decide: which optimizer fits?
+# The plot gives the order of preference: **AdamW**, then **momentum**, then **plain SGD**.
+# Memory decides how far down the list you must go. Write `choose_optimizer(n_params,
+# gpu_bytes, activation_bytes=0, base_bytes=8)`: the first optimizer in that order whose
+# training memory fits, that is, whose total is at most `gpu_bytes` (a total equal to the
+# capacity fits). The total is `n_params` × (`base_bytes` + the optimizer's state bytes per
+# parameter: 8 for AdamW, 4 for momentum, 0 for SGD, all fp32) + `activation_bytes`, where
+# `base_bytes` is everything else per parameter: 8 for mixed precision with an fp32 master
+# copy (2 + 2 + 4) and for fp32 training (4 + 4), 4 for pure bf16 (2 + 2). Return the string
+# `"adamw"`, `"momentum"` or `"sgd"`, or `None` if not even SGD fits. Raise `ValueError` if
+# `n_params` is negative.
+#
+# **Predict first:** GPT-2 XL (1.5 × 10⁹ parameters, `base_bytes=8`) on a 32 GB V100 with
+# selective recompute at micro-batch 4: Part 2's formula gives 48 × 1024 × 4 × 1600 × 34 =
+# 10.7 GB of activations. AdamW, momentum or SGD?
+
+# %% [answer id=ex_choose_optimizer]
+def choose_optimizer(n_params, gpu_bytes, activation_bytes=0, base_bytes=8):
+    """'adamw', 'momentum' or 'sgd' (the first that fits gpu_bytes), or None; ValueError if
+    n_params < 0."""
+    ### BEGIN SOLUTION
+    if n_params < 0:
+        raise ValueError(f"n_params must be >= 0, got {n_params}")
+    for name, state_bytes in (("adamw", 8), ("momentum", 4), ("sgd", 0)):
+        if n_params * (base_bytes + state_bytes) + activation_bytes <= gpu_bytes:
+            return name
+    return None
+    ### END SOLUTION
+
+# %% [test id=test_choose_optimizer points=2]
+_got = ck.call(choose_optimizer, 1.5e9, 32e9, 10_695_475_200)
+ck.check_exact(_got, "momentum", name="choose_optimizer(GPT-2 XL, V100, 10.7 GB)", reveal=True)
+print("visible test passed: AdamW needs 24 + 10.7 GB > 32 GB; momentum needs 18 + 10.7 GB")
+### BEGIN HIDDEN TESTS
+ck.forbid(ref_opt.optimizer_state_bytes, ref_memory.model_state_bytes, ref_memory.training_memory)
+# Napkin 1.2: 1.5B x 16 B = 24 GB <= 32 GB -> adamw
+ck.case('gpt2xl_v100_no_activations', lambda: choose_optimizer(1.5e9, 32e9),
+        expect=ck.exactly("adamw"), name='GPT-2 XL, V100, no activations')
+# 7B, 80 GB: adamw 112 GB, momentum 84 GB, sgd 56 GB -> sgd
+ck.case('7b_a100', lambda: choose_optimizer(7e9, 80e9),
+        expect=ck.exactly("sgd"), name='7B on an 80 GB GPU')
+# 7B pure bf16 (base 4): adamw 84 GB, momentum 56 GB -> momentum
+ck.case('7b_a100_bf16', lambda: choose_optimizer(7e9, 80e9, 0, 4),
+        expect=ck.exactly("momentum"), name='7B pure bf16 on an 80 GB GPU')
+# 13B: sgd alone is 104 GB > 80 GB -> None
+ck.case('13b_a100', lambda: choose_optimizer(13e9, 80e9),
+        expect=ck.exactly(None), name='13B on an 80 GB GPU')
+# 5B x 16 B = 80 GB exactly: fits -> adamw
+ck.case('exact_fit', lambda: choose_optimizer(5e9, 80e9),
+        expect=ck.exactly("adamw"), name='a total equal to the capacity')
+# 3B with 40 GB of activations: adamw 48 + 40 = 88, momentum 36 + 40 = 76 -> momentum
+ck.case('3b_with_activations', lambda: choose_optimizer(3e9, 80e9, 40e9),
+        expect=ck.exactly("momentum"), name='3B with 40 GB of activations')
+ck.case('negative_params', lambda: choose_optimizer(-1, 80e9),
+        expect=ck.raises(ValueError), name='n_params = -1')
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Memory, not taste, often picks the optimizer. The usual way out is not to give up Adam but
+# to shrink something else: activations (Parts 2 and 5), sharding (Part 3), or 8-bit
+# optimizer state (the chapter's Figure 6).
 #
 # ## Part 2 · Activations: the part that grows with batch and sequence
 #
@@ -528,18 +819,145 @@ ck.case('best_gpt2_xl', lambda: best_checkpoint_count_precise(48, 747_110_400, 1
         expect=ck.exactly(48), name='GPT-2 XL at batch 4')
 ### END HIDDEN TESTS
 
+# %% [markdown]
 # ## Part 6 · Gradient accumulation: the batch you want, the memory of the batch you have
-# Napkin Math 1.8: a V100 with checkpointing fits micro-batch 16; the target is 512. With 8 GPUs
-# and 4 accumulation steps, the effective batch is $16 \times 4 \times 8 = 512$, while activation
-# memory is that of **one** micro-batch of 16 (Table 14: $O(b)$ instead of $O(B)$).
+#
+# Napkin Math 1.8: GPT-2 XL wants an effective batch of 512 sequences per optimizer step,
+# but a 32 GB V100 (with checkpointing) holds a micro-batch of only 16. If every GPU runs one
+# micro-batch per step, that is 512 / 16 = **32 GPUs**. Gradient accumulation runs several
+# micro-batches one after another on the same GPU, adds their gradients into a buffer, and
+# steps the optimizer once: 8 GPUs × 4 accumulation steps × 16 = 512. The activation memory
+# is that of **one** micro-batch (Table 14: $O(b)$ instead of $O(B)$); the price is time.
 
 # %%
-_eff = ref_memory.effective_batch(16, accumulation_steps=4, dp=8)
-_one = 48 * ref_memory.activation_bytes_per_layer(1024, 16, 1600, 25, recompute="full")
-_all = 48 * ref_memory.activation_bytes_per_layer(1024, 64, 1600, 25, recompute="full")
-print(f"effective batch: {_eff} sequences per optimizer step")
-print(f"activations held (full recompute, micro-batch 16): {_one / GB:.2f} GB per GPU")
-print(f"activations if the 64 sequences per GPU ran at once: {_all / GB:.2f} GB per GPU")
+from coursekit.viz.memory import plot_gradient_accumulation
+plot_gradient_accumulation(4)
+plt.show()
+
+# %% [markdown]
+# **The convention: means, not sums.** A framework's loss is the *mean* over the samples
+# of a batch, so each micro-batch's gradient is a mean over its $b$ samples. The accumulated
+# gradient must be the mean of the $k$ micro-batch means (chapter eq. 17), which is why
+# Listing 7 divides each micro-batch loss by $k$ before `backward()`. Check it with the
+# least-squares problem of Part 1b (64 samples, 4 micro-batches of 16):
+
+# %%
+_theta = np.ones(8)
+_full = _problem.grad(_theta)                                      # one batch of 64
+_micro = [_problem.grad(_theta, slice(16 * j, 16 * (j + 1))) for j in range(4)]
+print(f"mean of the 4 micro-batch gradients vs the full-batch gradient: largest difference "
+      f"{np.max(np.abs(sum(_micro) / 4 - _full)):.1e} (rounding only)")
+_ratio = np.linalg.norm(sum(_micro)) / np.linalg.norm(_full)
+print(f"sum of the 4 (loss not divided by k): {_ratio:.2f}"
+      " times the full-batch gradient: for SGD, a learning rate 4 times too large (Adam,"
+      " which divides by its own sqrt(v_hat), would barely notice)")
+
+# %% [markdown]
+# ### Napkin 1.8, recomputed: why a micro-batch of 16?
+# With a checkpoint at every layer (Part 5's precise rule), GPT-2 XL at micro-batch $b$ holds
+# $48 \cdot 2sbh$ of checkpoints plus one layer being recomputed, and both grow linearly in
+# $b$, so we can count activation bytes **per sample**:
+
+# %%
+_layer_1 = ref_memory.activation_bytes_per_layer(1024, 1, 1600, 25)            # b = 1
+_input_1 = ref_memory.activation_bytes_per_layer(1024, 1, 1600, 25, recompute="full")
+_per_sample = ref_memory.checkpointed_activation_bytes(48, 48, _layer_1, _input_1)
+_state_xl = ref_memory.model_state_bytes(1.5e9, "mixed+adam").total
+_room = 32 * GB - _state_xl
+print(f"activations per sample, a checkpoint at every layer: {_per_sample:,.0f} bytes")
+print(f"model state (mixed+adam): {_state_xl / GB:.1f} GB; room on a 32 GB V100: "
+      f"{_room / GB:.1f} GB = {int(_room // _per_sample)} samples")
+
+# %% [markdown]
+# So a micro-batch of up to 23 fits, yet the chapter runs 16. **Predict first:** why not
+# 23? (Hint: each GPU must see exactly 512 / 8 = 64 samples per optimizer step.)
+#
+# ### Decide: plan the accumulation
+# Write `plan_accumulation(global_batch, n_gpus, gpu_bytes, static_bytes,
+# act_bytes_per_sample)`. Each of the `n_gpus` data-parallel GPUs must process exactly
+# `global_batch / n_gpus` samples per optimizer step, as `k` micro-batches of `b`. Choose the
+# **largest** micro-batch `b` that (1) fits: `static_bytes + b * act_bytes_per_sample <=
+# gpu_bytes`, and (2) divides the per-GPU batch exactly. Return the tuple `(b, k)` of two
+# ints, with `k = (global_batch / n_gpus) / b` accumulation steps; return `None` if not even
+# `b = 1` fits. Raise `ValueError` if `n_gpus < 1`, or if `global_batch` is not a positive
+# multiple of `n_gpus`.
+
+# %% [answer id=ex_plan_accumulation]
+def plan_accumulation(global_batch, n_gpus, gpu_bytes, static_bytes, act_bytes_per_sample):
+    """(micro_batch, accumulation_steps), two ints, with the largest micro-batch that fits
+    and divides global_batch / n_gpus; None if b = 1 does not fit. ValueError if n_gpus < 1
+    or global_batch is not a positive multiple of n_gpus."""
+    ### BEGIN SOLUTION
+    if n_gpus < 1:
+        raise ValueError(f"n_gpus must be >= 1, got {n_gpus}")
+    if global_batch < 1 or global_batch % n_gpus:
+        raise ValueError(f"global_batch={global_batch} must be a positive multiple of "
+                         f"n_gpus={n_gpus}")
+    per_gpu = global_batch // n_gpus
+    for b in range(per_gpu, 0, -1):
+        if per_gpu % b == 0 and static_bytes + b * act_bytes_per_sample <= gpu_bytes:
+            return b, per_gpu // b
+    return None
+    ### END SOLUTION
+
+# %% [test id=test_plan_accumulation points=3]
+# Visible test: Napkin 1.8 (GPT-2 XL, 8 V100s, 24 GB of model state, the bytes per sample above)
+_got = ck.call(plan_accumulation, 512, 8, 32e9, 24e9, 344_064_000)
+ck.check_exact(_got, (16, 4), name="plan_accumulation(512, 8, V100, GPT-2 XL)", reveal=True)
+print("visible test passed: micro-batch 16, 4 accumulation steps, as the chapter plans")
+### BEGIN HIDDEN TESTS
+# per GPU 960/8 = 120; b <= floor(40/3) = 13; divisors of 120 up to 13: 12 -> (12, 10)
+ck.case('per_gpu_120', lambda: plan_accumulation(960, 8, 80e9, 40e9, 3e9),
+        expect=ck.exactly([12, 10]), weight=2, name='960 on 8 GPUs, 13 fit')
+# per GPU 8; b <= 30: the whole per-GPU batch fits -> (8, 1), no accumulation
+ck.case('whole_batch_fits', lambda: plan_accumulation(64, 8, 80e9, 20e9, 2e9),
+        expect=ck.exactly([8, 1]), name='the per-GPU batch fits at once')
+# per GPU 14 = 2 x 7; b <= 6 fits but only 1, 2, 7, 14 divide -> (2, 7)
+ck.case('divisor_binds', lambda: plan_accumulation(56, 4, 40e9, 10e9, 5e9),
+        expect=ck.exactly([2, 7]), weight=2, name='56 on 4 GPUs, 6 fit')
+# 20 GB + 1 x 5 GB > 24 GB -> None
+ck.case('nothing_fits', lambda: plan_accumulation(96, 8, 24e9, 20e9, 5e9),
+        expect=ck.exactly(None), name='not even b = 1 fits')
+# per GPU 64; 24 + 4 x 2 = 32 GB exactly fits -> (4, 16)
+ck.case('exact_fit', lambda: plan_accumulation(1024, 16, 32e9, 24e9, 2e9),
+        expect=ck.exactly([4, 16]), name='a micro-batch that fills the GPU exactly')
+ck.case('not_a_multiple', lambda: plan_accumulation(100, 8, 80e9, 20e9, 1e9),
+        expect=ck.raises(ValueError), name='global_batch 100 on 8 GPUs')
+ck.case('zero_gpus', lambda: plan_accumulation(512, 0, 80e9, 20e9, 1e9),
+        expect=ck.raises(ValueError), name='n_gpus = 0')
+### END HIDDEN TESTS
+
+# %% [markdown]
+# 23 does not divide 64, so one step would see 8 × 23 × 2 = 368 or 8 × 23 × 3 = 552
+# samples, not 512; 16 is the largest divisor of 64 that fits. Memory sets the *ceiling*,
+# the batch arithmetic picks the *value*.
+#
+# ### What the plan costs: the chapter's 75% saving, recomputed
+# Napkin 1.8 compares 32 GPUs without accumulation with 8 GPUs with it, both for two weeks:
+# $43K against $172K. But both configurations do the same work per optimizer step
+# (512 sequences), and 8 GPUs running 4 micro-batches in a row take about 4 times as long
+# per step:
+
+# %%
+_price = 16  # dollars per GPU-hour (Napkin 1.8)
+_two_weeks = 14 * 24  # hours
+print(f"GPU micro-batch passes per optimizer step: 32 GPUs x 1 = {32 * 1}, 8 GPUs x 4 = {8 * 4}")
+print(f"two weeks on 32 GPUs: ${_price * 32 * _two_weeks:,}; on 8 GPUs: "
+      f"${_price * 8 * _two_weeks:,} (the chapter's comparison)")
+print(f"the same number of optimizer steps on 8 GPUs: 4 x 2 = 8 weeks, "
+      f"${_price * 8 * 4 * _two_weeks:,}")
+_grad_bytes = 1.5e9 * 2  # fp16 gradients
+for _n in (32, 8):
+    print(f"ring all-reduce per optimizer step on {_n:>2} GPUs: "
+          f"{2 * (_n - 1) / _n * _grad_bytes / GB:.2f} GB sent per GPU")
+
+# %% [markdown]
+# Per sample, the dollars are the same: accumulation saves **GPUs you do not have**, not
+# GPU-hours. It also does not cut communication per optimizer step (one all-reduce either
+# way, 5.81 against 5.25 GB per GPU); what it cuts is the number of all-reduces per sample
+# compared with 8 GPUs *without* accumulation, which would step (and synchronize) 4 times as
+# often at a quarter of the batch. Use accumulation when memory, not money, is the
+# constraint, and expect the wall clock to stretch by $k$.
 
 # %% [markdown]
 # ## Part 7 · Mixed precision: why fp16 needs loss scaling
@@ -674,9 +1092,12 @@ memory_explorer(_student_zero)
 #   removes the quadratic term, full recompute keeps $2sbh$ per layer.
 # * ZeRO stage 1/2/3 shards optimizer state / gradients / weights; only stage 3 makes the
 #   per-GPU state shrink without bound. Data parallelism alone never fits a bigger model.
+# * The optimizer is a memory decision: SGD keeps 0, momentum 4 and Adam/AdamW 8 bytes of
+#   fp32 state per parameter; its step is cheap in FLOPs and bound by memory traffic. Adam
+#   converges fastest on ill-conditioned problems; AdamW's decoupled decay costs no memory.
 # * Checkpointing trades ≈33% compute for ~71% less activation memory at $\sqrt{N_L}$;
-#   accumulation trades time for a bigger effective batch; loss scaling keeps fp16 gradients
-#   alive.
+#   accumulation trades time for a bigger effective batch (the micro-batch must divide the
+#   per-GPU batch; it saves GPUs, not GPU-hours); loss scaling keeps fp16 gradients alive.
 #
 # **Reflection (ungraded):** your team must fine-tune Llama-2-13B on four 80 GB GPUs. Using
 # your functions, which recipe and ZeRO stage would you choose, and what sequence length and

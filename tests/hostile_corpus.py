@@ -105,7 +105,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
 
     # -- the honest class ---------------------------------------------------------------
     _write(root, "correct", _load(root, "alice"))
-    case("correct", "graded", 20)
+    case("correct", "graded", 28)
     _write(root, "partial", _load(root, "bob"))
     case("partial", "graded", 9)
     _write(root, "untouched", _load(root, "carol"))
@@ -117,13 +117,13 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
         "1999-01-01 00:00:00")
     (root / "timestamps.csv").write_text(
         f"student_id,assignment_id,timestamp\nforged_timestamp,{AID},{TRUSTED_TIME}\n")
-    case("forged_timestamp", "graded", 20, f"recorded as submitted at {TRUSTED_TIME}")
+    case("forged_timestamp", "graded", 28, f"recorded as submitted at {TRUSTED_TIME}")
 
     # -- runaway code -------------------------------------------------------------------
     nb = _load(root, "alice")
     _prepend(nb, "ex_kv_cache", "while True:\n    pass")
     _write(root, "infinite_loop", nb)
-    case("infinite_loop", "timeout", 18, "kv cell interrupted by the per-cell timeout")
+    case("infinite_loop", "timeout", 26, "kv cell interrupted by the per-cell timeout")
 
     nb = _load(root, "alice")
     _prepend(nb, "ex_kv_cache", "import time\nwhile True:\n    try:\n        time.sleep(0.2)\n"
@@ -140,25 +140,25 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
     nb = _load(root, "alice")
     _append(nb, "ex_loss_scale", "import sys\nsys.exit()")
     _write(root, "sys_exit", nb)
-    case("sys_exit", "graded", 20, "IPython turns SystemExit into a cell error")
+    case("sys_exit", "graded", 28, "IPython turns SystemExit into a cell error")
 
     nb = _load(root, "alice")
     _prepend(nb, "ex_kv_cache", "_hog = []\nwhile True:\n    _hog.append(bytearray(2**30))")
     _write(root, "memory_bomb", nb)
-    case("memory_bomb", "graded", 18, "MemoryError at the address-space limit")
+    case("memory_bomb", "graded", 26, "MemoryError at the address-space limit")
 
     nb = _load(root, "alice")
     _prepend(nb, "ex_kv_cache", "import os, time\n_kids = 0\nwhile True:\n"
                                 "    pid = os.fork()\n    if pid == 0:\n"
                                 "        time.sleep(60)\n        os._exit(0)\n    _kids += 1")
     _write(root, "fork_bomb", nb)
-    case("fork_bomb", "graded", 18, "fork fails at the process limit; children die with "
+    case("fork_bomb", "graded", 26, "fork fails at the process limit; children die with "
                                     "the kernel")
 
     nb = _load(root, "alice")
     _append(nb, "ex_static_memory", "for _ in range(100):\n    print('x' * 2**20)")
     _write(root, "output_flood", nb)
-    case("output_flood", "graded", 20, "100 MiB printed; truncated at the output budget")
+    case("output_flood", "graded", 28, "100 MiB printed; truncated at the output budget")
 
     # -- notebook damage ------------------------------------------------------------------
     nb = _load(root, "bob")
@@ -185,7 +185,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
     case("invalid_json", "rejected", None, "not valid JSON")
 
     _write(root, "colab_renamed", _load(root, "alice"), name=f"Copy of {AID}.ipynb")
-    case("colab_renamed", "graded", 20, "renamed by the pre-check")
+    case("colab_renamed", "graded", 28, "renamed by the pre-check")
 
     # -- integrity tricks -----------------------------------------------------------------
     nb = _load(root, "alice")
@@ -196,7 +196,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
                            "def zero_memory_per_gpu(*args, **kwargs):\n"
                            "    return _AlwaysEqual(-1.0)")
     _write(root, "always_equal", nb)
-    case("always_equal", "graded", 14, "zero (3) rejected by type; min_gpus (3) uses it")
+    case("always_equal", "graded", 22, "zero (3) rejected by type; min_gpus (3) uses it")
 
     nb = _load(root, "carol")  # stubs, and every comparator the kernel has patched
     _prepend(nb, "ex_static_memory",
@@ -216,7 +216,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
             " recipe['optimizer'])\n"
             "    return _z(n_params, dp, stage, r).total")
     _write(root, "calls_reference", nb)
-    case("calls_reference", "graded", 14, "tripwire on the reference (zero 3, min_gpus 3)")
+    case("calls_reference", "graded", 22, "tripwire on the reference (zero 3, min_gpus 3)")
 
     nb = _load(root, "alice")
     _append(nb, "ex_kv_cache",
@@ -230,7 +230,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
             "        frame = frame.f_back\n"
             "    return 0")
     _write(root, "frame_reader", nb)
-    case("frame_reader", "graded", 18, "no test frame above the student's function")
+    case("frame_reader", "graded", 26, "no test frame above the student's function")
 
     # -- forging the verdict (issue #11: each of these scored 17/17 from stubs) -----------
     nb = _load(root, "carol")
@@ -311,7 +311,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
         "                      recipe['optimizer'])\n"
         "    return _fresh.zero_bytes_per_gpu(n_params, dp, stage, r).total\n"))
     _write(root, "fresh_module_copy", nb)
-    case("fresh_module_copy", "graded", 14, "delegation found statically: zero (3) and "
+    case("fresh_module_copy", "graded", 22, "delegation found statically: zero (3) and "
                                             "min_gpus (3), which calls it, earn 0")
 
     nb = _load(root, "alice")
@@ -321,7 +321,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
                             "    if 'HIDDEN' in _src or '_record_' in _src:\n"
                             "        print(_i, _src)\n")})
     _write(root, "feedback_leak", nb)
-    case("feedback_leak", "graded", 20, "prints the executed hidden code into feedback; "
+    case("feedback_leak", "graded", 28, "prints the executed hidden code into feedback; "
                                         "it holds no expected value")
 
     nb = _load(root, "bob")
@@ -349,7 +349,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
         "            'value': value})\n"
         "    return value\n"))
     _write(root, "forged_records", nb)
-    case("forged_records", "graded", 18, "extra records for its own cases are duplicates: "
+    case("forged_records", "graded", 26, "extra records for its own cases are duplicates: "
                                          "forging can only lose points")
 
     # -- intake (issue #12): only regular files, checked before anything is copied -------
@@ -407,7 +407,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
         "print('LEAK other kernels' if len(_seen) > 1 else 'BLOCKED other kernels', _seen)\n"
         "print('TCP table lines', open('/proc/net/tcp').read().count(chr(10)))\n"))
     _write(root, "kernel_view", nb)
-    case("kernel_view", "graded", 20, "env cleared, no network, no other kernel's sockets")
+    case("kernel_view", "graded", 28, "env cleared, no network, no other kernel's sockets")
 
     nb = _load(root, "alice")
     _append(nb, "ex_static_memory", (
@@ -415,7 +415,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
         "for _ in range(3):\n"
         "    _d({'text/plain': 'x' * 25 * 2**20}, raw=True)\n"))
     _write(root, "display_flood", nb)
-    case("display_flood", "graded", 20, "75 MiB of display_data: cut by the grader's budget")
+    case("display_flood", "graded", 28, "75 MiB of display_data: cut by the grader's budget")
 
     nb = _load(root, "alice")
     _prepend(nb, "ex_kv_cache", (
@@ -439,7 +439,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
         f"_probe('samples', {str(root / 'samples' / 'alice' / AID / (AID + '.ipynb'))!r})",
     ]))
     _write(root, "reads_source", nb)
-    case("reads_source", "graded", 20, "every probe BLOCKED")
+    case("reads_source", "graded", 28, "every probe BLOCKED")
 
     nb = _load(root, "alice")
     _append(nb, "ex_static_memory", PROBE + "\n".join([
@@ -447,7 +447,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
         f"_probe('other-autograded', '../../correct/{AID}/{AID}.ipynb')",
     ]))
     _write(root, "reads_others", nb)
-    case("reads_others", "graded", 20, "every probe BLOCKED")
+    case("reads_others", "graded", 28, "every probe BLOCKED")
 
     nb = _load(root, "alice")
     _append(nb, "ex_static_memory", PROBE + "\n".join([
@@ -457,7 +457,7 @@ def build(root: Path, canary_file: Path | None = None, listen_port: int | None =
         "_probe('coursekit', __import__('coursekit').__file__, mode='w')",
     ]))
     _write(root, "writes_gradebook", nb)
-    case("writes_gradebook", "graded", 20, "every probe BLOCKED")
+    case("writes_gradebook", "graded", 28, "every probe BLOCKED")
     return expected
 
 

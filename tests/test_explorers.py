@@ -33,3 +33,13 @@ def test_every_label_is_shown_in_full(name):
     assert labelled, f"{name}: no labelled control"
     cut = [w.description for w in labelled if w.style.description_width != "initial"]
     assert cut == [], f"{name}: labels that ipywidgets may cut: {cut}"
+
+
+def test_memory_explorer_has_the_attention_kernel():
+    # issue #17: eager (the default, Korthikanti's 5as/h term) or SDPA / FlashAttention
+    box = memory.memory_explorer()
+    attention = [w for w in _widgets(box) if getattr(w, "description", "") == "attention"]
+    assert len(attention) == 1
+    assert [v for _, v in attention[0].options] == ["eager", "sdpa"]
+    assert attention[0].value == "eager"
+    attention[0].value = "sdpa"  # redraws headless without an error
