@@ -13,7 +13,7 @@
 # that it leaves the target's distribution *exactly* unchanged; explain with numbers why one
 # target pass can check k tokens, and when (Mixture-of-Experts) it cannot.
 #
-# **Time:** about 70 minutes. **Points:** 20, in 8 graded cells.
+# **Time:** about 85 minutes. **Points:** 20, in 8 graded cells.
 #
 # ### Conventions used in this notebook
 # * **α** = probability that one draft token is accepted (the same at every position unless

@@ -5,7 +5,7 @@
 #
 # **Objectives.** Review the whole chapter as a quiz sheet; turn the free-response questions into numbers you can compute; predict, then verify with `coursekit`; notice where a source's own answer key is wrong and why.
 #
-# **Time:** about 60 minutes. **Points:** 49.
+# **Time:** about 90 minutes. **Points:** 49.
 #
 # **How to answer.** Each part ends with one answer cell: replace each `None` with your answer (a letter string such as `"B"`, `True`/`False`, a label string from the list given, a list such as `[2, 1, 3]`, or a number in the unit given, in base SI units: bytes, seconds, FLOPs), then delete the `raise NotImplementedError()` line. The cell under it checks the *form* of each answer at once (a whole number where one is asked, a fraction and not a percent, bytes and not GB), never whether it is right: graded answers are marked only by the autograder, after you submit.
 #
