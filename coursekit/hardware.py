@@ -10,6 +10,10 @@ Conventions (stated to students):
   structured sparsity.
 * Link bandwidth is per direction. NVLink 4 on H100 is 450 GB/s per direction; the
   900 GB/s headline adds both directions. Network links are line rate / 8.
+* ``Link.efficiency`` is the share of that line rate NCCL collectives actually reach
+  (protocol overhead), from published measurements where there are any
+  (``efficiency_source`` says which); 1.0 (ideal) where none is recorded.
+  ``Link.effective_bandwidth`` = bandwidth x efficiency.
 """
 
 from __future__ import annotations
@@ -51,12 +55,23 @@ class Accelerator:
 
 @dataclass(frozen=True)
 class Link:
-    """An interconnect: per-direction bandwidth (bytes/s) and one-hop latency (s)."""
+    """An interconnect: per-direction bandwidth (bytes/s), one-hop latency (s), and the
+    share of the bandwidth NCCL collectives reach (``efficiency``, with its source)."""
 
     name: str
     bandwidth: float
     latency: float
     source: str
+    efficiency: float = 1.0
+    efficiency_source: str = "none recorded: ideal link assumed"
+
+    def __post_init__(self):
+        check_number("efficiency", self.efficiency, minimum=0, strict=True, maximum=1)
+
+    @property
+    def effective_bandwidth(self) -> float:
+        """Bandwidth collectives reach: ``bandwidth * efficiency``. Bytes/s per direction."""
+        return self.bandwidth * self.efficiency
 
 
 _NV_V100 = "NVIDIA Tesla V100 datasheet (SXM2 32 GB), 2020"
@@ -101,21 +116,41 @@ ACCELERATORS = {
     )
 }
 
+# Measured link efficiencies (NCCL bus bandwidth of large messages / line rate). -------
+NVLINK_A100_EFFICIENCY = 232.54 / 300
+_NVLINK_A100_MEASURED = (
+    "nccl-tests all_reduce_perf -b 8 -e 4G -f 2 -g 8 on one 8 x A100-SXM node: busbw "
+    "232.54 GB/s of 300 GB/s per direction (NVIDIA/nccl-tests issue #175, 2023); NCCL's "
+    "maintainer puts NVLink protocol overhead at about 20% (nccl-tests issue #212)")
+NVLINK_H100_EFFICIENCY = 370 / 450
+_NVLINK_H100_MEASURED = (
+    "NCCL maintainer: '450GB/s is the line rate. With the protocol overhead (~20%) NCCL "
+    "can get an effective NVLink bandwidth of 370GB/s' on 8 x H100 (NVIDIA/nccl-tests "
+    "issue #212, 2024; ring algorithm, NVLink SHARP off)")
+INFINIBAND_HDR_EFFICIENCY = 24 / 25
+_IB_HDR_MEASURED = (
+    "NCCL maintainer: all_reduce_perf at 8 GB should reach ~24 GB/s inter-node per HDR "
+    "200 Gb/s NIC (NVIDIA/nccl issue #412, 2023); a DGX A100 with 8 x HDR measures 192 "
+    "GB/s all-reduce bus bandwidth of 200 (NVIDIA/nccl issue #812, quoted in #1576)")
+
 LINKS = {
     link.name: link
     for link in (
         Link("NVLink-V100", 150 * GB, 2 * US,
              "NVLink 2: 300 GB/s total per V100 = 150 GB/s per direction (V100 datasheet)"),
         Link("NVLink-A100", 300 * GB, 2 * US,
-             "NVLink 3: 600 GB/s total per A100 = 300 GB/s per direction (A100 datasheet)"),
+             "NVLink 3: 600 GB/s total per A100 = 300 GB/s per direction (A100 datasheet)",
+             NVLINK_A100_EFFICIENCY, _NVLINK_A100_MEASURED),
         Link("NVLink-H100", 450 * GB, 2 * US,
-             "NVLink 4: 900 GB/s total per H100 = 450 GB/s per direction (H100 datasheet)"),
+             "NVLink 4: 900 GB/s total per H100 = 450 GB/s per direction (H100 datasheet)",
+             NVLINK_H100_EFFICIENCY, _NVLINK_H100_MEASURED),
         Link("PCIe4-x16", 32 * GB, 5 * US,
              "PCIe 4.0 x16: 16 GT/s x 16 lanes, 128b/130b = 31.5 GB/s per direction, rounded"),
         Link("PCIe5-x16", 64 * GB, 5 * US,
              "PCIe 5.0 x16: 32 GT/s x 16 lanes = 63 GB/s per direction, rounded"),
         Link("InfiniBand-HDR", 200 * GBIT, 2 * US,
-             "InfiniBand HDR 200 Gb/s per port = 25 GB/s per direction (NVIDIA ConnectX-6)"),
+             "InfiniBand HDR 200 Gb/s per port = 25 GB/s per direction (NVIDIA ConnectX-6)",
+             INFINIBAND_HDR_EFFICIENCY, _IB_HDR_MEASURED),
         Link("InfiniBand-NDR", 400 * GBIT, 2 * US,
              "InfiniBand NDR 400 Gb/s per port = 50 GB/s per direction (NVIDIA ConnectX-7)"),
         Link("10GbE", 10 * GBIT, 50 * US,

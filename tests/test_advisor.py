@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coursekit.hardware import Link
+from coursekit.hardware import Link, get_link
 from coursekit.models import TransformerConfig, get_model
 from coursekit.parallel import advisor as A
 from coursekit.units import GB, GBIT, US
@@ -45,13 +45,20 @@ JEAN_ZAY_OPA = Link("OmniPath-4x100-per-GPU", 4 * 100 * GBIT / 8, 2 * US,
 def test_gpt3_175b_top_plan_is_megatron_like(gpt3_advice):
     best = gpt3_advice.best.plan
     assert best.tp == 8  # tensor parallel fills the NVLink node
-    assert best.pp in (8, 16)  # Narayanan et al. 2021: pp 8-16 at this scale
     assert best.zero_stage <= 1
     # the three best layouts all keep tp = 8 inside the node and pipeline across nodes
     for r in gpt3_advice.plans[:3]:
         assert r.plan.tp == 8 and r.plan.tp * r.plan.pp > 8
-    # recomputed-model MFU close to the 44-47% Narayanan et al. report (at efficiency 0.5)
-    assert 0.38 < gpt3_advice.best.mfu < 0.5
+    # Narayanan et al. 2021: pp 8-16 at this scale. pp = 4, 8 and 16 are within 1% of
+    # each other here (pp = 4 leads at 79.7 of 80 GB since issue #17 added the stage
+    # imbalance, memory-bound ops and measured link efficiencies); the best pp 8-16
+    # plan must stay within 2% of the best.
+    megatron = min(r.step_time for r in gpt3_advice.plans
+                   if r.plan.tp == 8 and r.plan.pp in (8, 16))
+    assert megatron / gpt3_advice.best.step_time < 1.02
+    # model-FLOPs MFU close to the 44-47% of peak Narayanan et al. report (which count
+    # the recomputation too, so their number is the upper end)
+    assert 0.40 < gpt3_advice.best.mfu < 0.5
 
 
 def test_placement_rules_and_fit(gpt3_job, gpt3_advice):
@@ -111,25 +118,44 @@ def test_evaluate_plan_matches_advise(gpt3_job, gpt3_advice):
 
 
 def test_step_time_pieces_gpt3(gpt3_job):
-    # recomputed: compute = 1536*2048*(6N + 12*L*h*s) / (1024 * 312e12 * 0.5)
+    # no recompute: compute = 1536*2048*(6N + 12*L*h*s) / (1024 * 312e12 * efficiency)
     r = A.evaluate_plan(gpt3_job, A.Plan(16, 8, 8, 1, 1, 96, "none"))
     m = get_model("gpt3-175b")
+    eff = A.MEGATRON_A100_EFFICIENCY  # the default (was 0.5 before issue #17)
     flops = 1536 * 2048 * (6 * m.n_params + 12 * 96 * 12288 * 2048)
-    assert r.compute == pytest.approx(flops / (1024 * 312e12 * 0.5), rel=1e-12)
+    assert r.compute == pytest.approx(flops / (1024 * 312e12 * eff), rel=1e-12)
     assert r.bubble_fraction == pytest.approx(7 / 103)
-    assert r.bubble == pytest.approx(7 / 96 * (r.compute + r.tp_comm), rel=1e-12)
+    # the last stage (12 layers + the output layer) sets the pace: compute + memory-bound
+    # + imbalance = m x its micro-batch time; the bubble fills and drains the other 7
+    # stages once (8 average stage times minus the slowest, plus their tp all-reduces)
+    slowest = (r.compute + r.memory_bound + r.imbalance) / 96
+    average = (r.compute + r.memory_bound) / 96  # compute is the average stage's
+    assert r.bubble == pytest.approx(8 * average - slowest + 7 * r.tp_comm / 96, rel=1e-9)
+    assert 0 < r.imbalance < 0.05 * r.compute
     # tp: 96/8 layers x 96 micro-batches x 4 all-reduces of 2048*12288*2 bytes over 8 GPUs
-    ar = 1.75 * 2048 * 12288 * 2 / 300e9 + 14 * 2e-6
+    # at NVLink-A100's measured 232.54 GB/s (nccl-tests issue #175), 2 us per hop
+    ar = 1.75 * 2048 * 12288 * 2 / 232.54e9 + 14 * 2e-6
     assert r.tp_comm == pytest.approx(12 * 96 * 4 * ar, rel=1e-12)
+    # with ideal links (link_efficiency=1.0) the old 300 GB/s number comes back
+    ideal = A.make_job("gpt3-175b", 1024, "A100-80GB", 8, "NVLink-A100", "InfiniBand-HDR",
+                       1536, 2048, link_efficiency=1.0)
+    r1 = A.evaluate_plan(ideal, A.Plan(16, 8, 8, 1, 1, 96, "none"))
+    ar1 = 1.75 * 2048 * 12288 * 2 / 300e9 + 14 * 2e-6
+    assert r1.tp_comm == pytest.approx(12 * 96 * 4 * ar1, rel=1e-12)
+    assert r1.step_time < r.step_time
 
 
 def test_memory_uses_training_memory():
-    # ZeRO-1 over dp=16 with tp*pp = 64: state = N/64 * (2 + 2 + 12/16) bytes
+    # ZeRO-1 over dp=16 with tp*pp = 64: state = P/8 * (2 + 2 + 12/16) bytes, where P is
+    # the busiest stage's parameters: 12 layers plus the token and position embedding of
+    # the first stage (issue #17: no longer an even split of all N over the 8 stages)
     job = A.make_job("gpt3-175b", 1024, "A100-80GB", 8, "NVLink-A100", "InfiniBand-HDR",
                      1536, 2048)
     r = A.evaluate_plan(job, A.Plan(16, 8, 8, 1, 1, 96, "full"))
-    n = get_model("gpt3-175b").n_params
-    assert r.memory.model_state == pytest.approx(n / 64 * 4.75, rel=1e-12)
+    m = get_model("gpt3-175b")
+    first = 12 * m.layer_params() + 50257 * 12288 + 2048 * 12288
+    assert r.memory.model_state == pytest.approx(first / 8 * 4.75, rel=1e-12)
+    assert first > m.n_params / 8  # the embedding makes the first stage the heaviest
     # full recompute keeps 2*s*b*h per layer; 1F1B: 96 layers' worth of one micro-batch
     assert r.memory.activations == pytest.approx(2 * 2048 * 12288 * 96, rel=1e-12)
     # fewer micro-batches than stages -> fewer in flight
@@ -137,6 +163,9 @@ def test_memory_uses_training_memory():
                       4, 2048)
     r2 = A.evaluate_plan(job2, A.Plan(1, 8, 8, 0, 1, 4, "full"))
     assert r2.memory.activations == pytest.approx(2 * 2048 * 12288 * 96 * 4 / 8)
+    # pp = 1: all parameters, as before
+    r3 = A.evaluate_plan(job, A.Plan(128, 8, 1, 1, 1, 12, "full"))
+    assert r3.memory.model_state == pytest.approx(m.n_params / 8 * (4 + 12 / 128))
 
 
 @settings(max_examples=50, deadline=None)
@@ -186,3 +215,145 @@ def test_table_and_divisors(gpt3_advice):
     assert A.divisors(96) == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96]
     assert np.all(np.diff(A.divisors(1024)) > 0)
     assert GB == 1e9
+
+
+# -- issue #17: interleaving, ZeRO-3 gathers, stage imbalance, link efficiency, why ------
+
+def test_interleaved_schedule_divides_the_bubble_and_multiplies_p2p(gpt3_job):
+    # Narayanan et al. 2021 §2.2.2: v chunks per GPU divide the bubble by v and multiply
+    # the pipeline's point-to-point traffic by v (96 layers, pp 8: 12 per GPU, 6 a chunk)
+    one = A.evaluate_plan(gpt3_job, A.Plan(16, 8, 8, 1, 1, 96, "full"))
+    two = A.evaluate_plan(gpt3_job, A.Plan(16, 8, 8, 1, 1, 96, "full", 2))
+    assert two.fits and str(two.plan).startswith("dp=16 tp=8 pp=8 v=2 ")
+    assert two.bubble_fraction == pytest.approx(7 / (2 * 96 + 7))
+    assert two.bubble == pytest.approx(one.bubble / 2, rel=1e-12)
+    assert two.compute == one.compute and two.tp_comm == one.tp_comm
+    # one more send forward and backward per micro-batch: 2 x 96 x (b*s*h*2/tp bytes over
+    # InfiniBand HDR at its measured 24 GB/s + 2 us); tp*pp = 64 GPUs span nodes
+    p2p = 2 * 96 * (2048 * 12288 * 2 / 8 / 24e9 + 2e-6)
+    assert two.pp_comm - one.pp_comm == pytest.approx(p2p, rel=1e-9)
+    # Korthikanti et al. 2022 §4.2.3: activations x (1 + (p-1)/(p*v))
+    assert two.memory.activations == pytest.approx(one.memory.activations * (1 + 7 / 16))
+
+
+def test_interleave_rules_in_words(gpt3_job):
+    why = A.evaluate_plan(gpt3_job, A.Plan(128, 8, 1, 1, 1, 12, "full", 2)).reason
+    assert why == "interleave=2 needs pipeline parallelism (pp=1)"
+    why = A.evaluate_plan(gpt3_job, A.Plan(16, 8, 8, 1, 1, 96, "full", 5)).reason
+    assert "do not split into pp x v = 8 x 5" in why
+    why = A.evaluate_plan(gpt3_job, A.Plan(16, 8, 8, 1, 32, 3, "full", 2)).reason
+    assert "m=3 micro-batches is not a multiple of pp=8" in why
+    with pytest.raises(ValueError, match="interleave"):
+        A.evaluate_plan(gpt3_job, A.Plan(16, 8, 8, 1, 1, 96, "full", 0))
+    with pytest.raises(ValueError, match="interleave"):
+        A.advise(gpt3_job, interleave=(0,))
+
+
+def test_interleaving_pays_at_small_batch():
+    # Narayanan et al. 2021 Figure 12: GPT-3 175B on 96 GPUs (tp 8, pp 12, micro-batch
+    # 1, examples/sc21/run_figure_12.sh: v = 4); the interleaved schedule is faster and
+    # the gap closes as the batch grows
+    gain = []
+    for batch in (12, 60):
+        job = A.make_job("gpt3-175b", 96, "A100-80GB", 8, "NVLink-A100",
+                         "InfiniBand-HDR", batch, 2048)
+        v1 = A.evaluate_plan(job, A.Plan(1, 8, 12, 0, 1, batch, "full"))
+        v4 = A.evaluate_plan(job, A.Plan(1, 8, 12, 0, 1, batch, "full", 4))
+        gain.append(v1.step_time / v4.step_time)
+    assert gain[0] > gain[1] > 1.0
+    adv = A.advise(A.make_job("gpt3-175b", 96, "A100-80GB", 8, "NVLink-A100",
+                              "InfiniBand-HDR", 12, 2048),
+                   zero_stages=(0, 1), recompute=("full",), interleave=(1, 2, 4))
+    assert adv.best.plan.interleave > 1
+    for r in adv.plans:
+        p = r.plan
+        if p.interleave > 1:
+            assert p.pp > 1 and p.n_micro % p.pp == 0 and (96 // p.pp) % p.interleave == 0
+    assert all(r.plan.interleave == 1 for r in A.advise(
+        adv.job, zero_stages=(0,), recompute=("full",)).plans)  # default: 1F1B only
+
+
+def test_zero3_gathers_the_weights_three_times_with_full_recompute():
+    # forward, recompute-forward, backward (Rajbhandari et al. 2020 §7.2.2 + full
+    # activation recomputation); with nothing hidden (dp_overlap=0) the gathers are
+    # exactly 3/2 of the no-recompute case, the gradient reduce-scatter unchanged
+    job = A.make_job("llama2-7b", 16, "H100-SXM", 8, "NVLink-H100", "InfiniBand-NDR", 64,
+                     4096, dp_overlap=0.0)
+    full, none, sel = (A.evaluate_plan(job, A.Plan(16, 1, 1, 3, 1, 4, r))
+                       for r in ("full", "none", "selective"))
+    assert full.zero_comm == pytest.approx(1.5 * none.zero_comm, rel=1e-12)
+    assert sel.zero_comm == pytest.approx(none.zero_comm, rel=1e-12)
+    assert full.dp_comm == pytest.approx(none.dp_comm, rel=1e-12)
+
+
+def test_last_stage_sets_the_pace(gpt3_job):
+    # the last of 8 stages also runs the output layer (6*h*V FLOPs per token) and the
+    # loss (fp32 logits s*b*V/t, 4 passes); the first also the position embedding's
+    # share of 6N. The step pays m x (slowest - average stage).
+    r = A.evaluate_plan(gpt3_job, A.Plan(16, 8, 8, 1, 1, 96, "none"))
+    rate = 8 * 312e12 * A.MEGATRON_A100_EFFICIENCY
+    head = 6 * 12288 * 50257 * 2048 / rate + 4 * 4 * 2048 * 50257 / 8 / 2039e9
+    first = 6 * (2048 * 12288 + 2 * 12288) * 2048 / rate
+    assert r.imbalance == pytest.approx(96 * (head * 7 / 8 - first / 8), rel=1e-9)
+    flat = A.evaluate_plan(gpt3_job, A.Plan(128, 8, 1, 1, 1, 12, "none"))
+    assert flat.imbalance == 0.0  # one stage: nothing to wait for
+
+
+def test_links_run_at_measured_efficiency(gpt3_job):
+    assert gpt3_job.bandwidth(get_link("NVLink-A100")) == pytest.approx(232.54e9)
+    assert gpt3_job.bandwidth(get_link("InfiniBand-HDR")) == pytest.approx(24e9)
+    assert gpt3_job.bandwidth(JEAN_ZAY_OPA) == pytest.approx(6.25e9)  # none recorded: ideal
+    half = A.make_job("gpt3-175b", 1024, "A100-80GB", 8, "NVLink-A100", "InfiniBand-HDR",
+                      1536, 2048, link_efficiency=0.5)
+    assert half.bandwidth(get_link("InfiniBand-HDR")) == pytest.approx(12.5e9)
+    for bad in (0, 1.5):
+        with pytest.raises(ValueError, match="link_efficiency"):
+            A.make_job("gpt3-175b", 8, "A100-80GB", 8, "NVLink-A100", "10GbE", 8, 2048,
+                       link_efficiency=bad)
+    with pytest.raises(ValueError, match="attention"):
+        A.make_job("gpt3-175b", 8, "A100-80GB", 8, "NVLink-A100", "10GbE", 8, 2048,
+                   attention="magic")
+
+
+def test_fused_attention_cuts_memory_bound_time(gpt3_job):
+    fused = A.make_job("gpt3-175b", 1024, "A100-80GB", 8, "NVLink-A100", "InfiniBand-HDR",
+                       1536, 2048, attention="flash")
+    plan = A.Plan(16, 8, 8, 1, 1, 96, "full")
+    eager, flash = A.evaluate_plan(gpt3_job, plan), A.evaluate_plan(fused, plan)
+    assert flash.memory_bound < 0.6 * eager.memory_bound
+    assert flash.compute == eager.compute
+
+
+def test_hfu_counts_recomputation(gpt3_job):
+    none = A.evaluate_plan(gpt3_job, A.Plan(16, 8, 8, 1, 1, 96, "none"))
+    assert none.hfu == pytest.approx(none.mfu, rel=1e-12)
+    full = A.evaluate_plan(gpt3_job, A.Plan(16, 8, 8, 1, 1, 96, "full"))
+    assert 1.25 < full.hfu / full.mfu < 4 / 3
+
+
+def test_breakdown_explains_a_choice(gpt3_job, gpt3_advice):
+    rows = gpt3_advice.breakdown_table(3)
+    assert [r["plan"] for r in rows] == [str(r.plan) for r in gpt3_advice.plans[:3]]
+    parts = ("compute s", "memory-bound ops s", "stage imbalance s",
+             "tensor-parallel comm s", "pipeline comm s", "pipeline bubble s",
+             "data-parallel comm s", "ZeRO extra comm s")
+    for row in rows:
+        assert sum(row[k] for k in parts) == pytest.approx(row["step s"], rel=1e-12)
+        assert 100 < row["TFLOP/s per GPU"] < 312
+    alt = gpt3_advice.best_with(pp=16)
+    assert alt is not None and alt.plan.pp == 16
+    assert gpt3_advice.best_with(tp=16) is None
+    text = A.explain_difference(alt, gpt3_advice.best)
+    assert text.startswith(f"{alt.plan} is ") and " slower per step than " in text
+    assert "pipeline bubble" in text
+    again = A.compare_plans(gpt3_job, [alt.plan, gpt3_advice.best])
+    assert again[0]["step s"] == pytest.approx(alt.step_time, rel=1e-12)
+    rejected = A.evaluate_plan(gpt3_job, A.Plan(16, 8, 8, 2, 1, 96))
+    assert A.compare_plans(gpt3_job, [rejected])[0]["reason"] == rejected.reason
+    with pytest.raises(ValueError, match="rejected"):
+        A.explain_difference(rejected, alt)
+    with pytest.raises(ValueError, match="Plan field"):
+        gpt3_advice.best_with(layers=8)
+    with pytest.raises(TypeError):
+        A.compare_plans(gpt3_job, ["dp=16"])
+    assert gpt3_advice.table(1)[0]["v"] == 1

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coursekit.hardware import get_link
+from coursekit.hardware import LINKS, Link, get_link
 from coursekit.parallel import collectives as C
 from coursekit.units import GB, MS
 
@@ -125,3 +125,22 @@ def test_link_helpers():
     assert C.link_latency(get_link("10GbE")) == pytest.approx(50e-6)
     assert C.link_latency(5e9) == 0.0
     assert math.isclose(C.link_bandwidth(5e9), 5e9)
+
+
+def test_measured_link_efficiency():
+    # NCCL bus bandwidth of large messages over line rate (sources in coursekit.hardware):
+    # 232.54 of 300 GB/s on 8 x A100 NVLink (nccl-tests #175), 370 of 450 on H100
+    # (nccl-tests #212), 24 of 25 GB/s per InfiniBand HDR NIC (nccl #412)
+    assert C.link_bandwidth("NVLink-A100") == pytest.approx(300e9)
+    assert C.link_bandwidth("NVLink-A100", effective=True) == pytest.approx(232.54e9)
+    assert C.link_bandwidth("NVLink-H100", effective=True) == pytest.approx(370e9)
+    assert C.link_bandwidth("InfiniBand-HDR", effective=True) == pytest.approx(24e9)
+    assert C.link_bandwidth(5e9, effective=True) == 5e9
+    assert "issue #175" in get_link("NVLink-A100").efficiency_source
+    assert get_link("10GbE").efficiency == 1.0  # none recorded: ideal
+    for link in LINKS.values():
+        assert 0 < link.efficiency <= 1 and link.efficiency_source
+    custom = Link("lab-ethernet", 1e9, 0.0, "a lab switch", 0.8, "measured in the lab")
+    assert custom.effective_bandwidth == pytest.approx(0.8e9)
+    with pytest.raises(ValueError, match="efficiency"):
+        Link("bad", 1e9, 0.0, "x", 1.5)

@@ -104,3 +104,49 @@ def test_bad_schedule_input():
         P.schedule("interleaved", 4, 6, 2)
     with pytest.raises(ValueError, match="max_bubble"):
         P.min_microbatches(4, 0.0)
+
+
+@pytest.mark.parametrize("kind, p, m, v", [
+    ("1f1b", 4, 8, 1), ("1f1b", 8, 32, 1), ("1f1b", 4, 2, 1), ("interleaved", 4, 8, 2),
+    ("interleaved", 8, 32, 2), ("interleaved", 6, 12, 3)])
+@pytest.mark.parametrize("slow", [1.0, 1.3, 2.0])
+def test_one_slow_stage_sets_the_pace(kind, p, m, v, slow):
+    # the advisor's case (issue #17): the last stage also runs the output layer and the
+    # loss; the simulated schedule takes m slow micro-batch times plus the other stages'
+    # times once, over v
+    f = [1.0] * (p - 1) + [slow]
+    b = [2.0] * (p - 1) + [2.0 * slow]
+    t = [x + y for x, y in zip(f, b)]
+    got = P.schedule(kind, p, m, v, f, b).makespan
+    assert got == pytest.approx(P.unbalanced_step_time(t, m, v), rel=1e-12)
+    assert got == pytest.approx(m * 3 * slow + (p - 1) * 3 / v, rel=1e-12)
+
+
+def test_unbalanced_reduces_to_equal_stages():
+    assert P.unbalanced_step_time([3.0] * 4, 8) == pytest.approx(
+        P.pipeline_step_time(4, 8, 1.0, 2.0))
+    assert P.unbalanced_step_time([3.0] * 4, 8, v=2) == pytest.approx(
+        P.pipeline_step_time(4, 8, 1.0, 2.0, v=2))
+
+
+@settings(max_examples=40, deadline=None)
+@given(p=st.integers(2, 6), k=st.integers(1, 4), v=st.sampled_from([1, 2]),
+       first=st.floats(1.0, 1.5), last=st.floats(1.0, 1.5))
+def test_heavier_end_stages_never_beat_the_formula(p, k, v, first, last):
+    # embedding on the first stage and output layer on the last: the formula is an upper
+    # bound of the simulated step (exact when only one stage is heavier)
+    t = [first] + [1.0] * (p - 2) + [last]
+    kind = "interleaved" if v > 1 else "1f1b"
+    sim = P.schedule(kind, p, p * k, v, [x / 3 for x in t], [2 * x / 3 for x in t])
+    assert sim.makespan <= P.unbalanced_step_time(t, p * k, v) * (1 + 1e-12)
+
+
+def test_bad_stage_times():
+    with pytest.raises(ValueError, match="t_fwd has 3 stage times"):
+        P.schedule("1f1b", 4, 8, 1, [1.0, 1.0, 1.0], 2.0)
+    with pytest.raises(ValueError, match=r"t_bwd\[1\]"):
+        P.schedule("1f1b", 2, 4, 1, 1.0, [2.0, 0.0])
+    with pytest.raises(ValueError, match="stage_times"):
+        P.unbalanced_step_time([], 4)
+    with pytest.raises(ValueError, match="stage_times"):
+        P.unbalanced_step_time([1.0, -1.0], 4)

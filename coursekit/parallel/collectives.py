@@ -50,10 +50,16 @@ def _check(size_bytes, n, bandwidth, latency):
     return s, n, b, a
 
 
-def link_bandwidth(link) -> float:
-    """Per-direction bandwidth (bytes/s) of a :class:`Link`, a link name, or a number."""
+def link_bandwidth(link, effective=False) -> float:
+    """Per-direction bandwidth (bytes/s) of a :class:`Link`, a link name, or a number.
+
+    ``effective=True`` gives what NCCL collectives reach on a registered link, line rate
+    x ``Link.efficiency`` (measured; see :mod:`coursekit.hardware`); a bare number is
+    returned as given.
+    """
     if isinstance(link, (Link, str)):
-        return get_link(link).bandwidth
+        got = get_link(link)
+        return got.effective_bandwidth if effective else got.bandwidth
     return check_number("link", link, minimum=0, strict=True)
 
 

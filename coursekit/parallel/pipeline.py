@@ -8,8 +8,10 @@ chunks per GPU. Papers often quote bubble time over ideal time, ``(p-1)/(v*m)``
 Schedules are plain data: one :class:`Task` per (stage, micro-batch, chunk, pass) with
 its start and end time, ready for a Gantt chart. Forward of one micro-batch on one
 stage takes ``t_fwd`` and backward ``t_bwd`` (for the whole stage; an interleaved chunk
-takes 1/v of it). Each task starts when its stage is free and its input has arrived
-(communication time is ignored).
+takes 1/v of it), the same on every stage or one value per stage (a pipeline whose last
+stage also runs the output layer is slower there: :func:`unbalanced_step_time`). Each
+task starts when its stage is free and its input has arrived (communication time is
+ignored).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ..units import check_choice, check_number
 
 __all__ = [
     "SCHEDULES", "bubble_fraction", "bubble_ratio", "min_microbatches", "pipeline_step_time",
-    "Task", "Timeline", "schedule",
+    "Task", "Timeline", "schedule", "unbalanced_step_time",
 ]
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
@@ -176,7 +178,8 @@ def _orders(kind, p, m, v):
 
 
 def _simulate(orders, p, v, t_fwd, t_bwd):
-    """Earliest-start list schedule; each task is visited once (worklist, O(tasks))."""
+    """Earliest-start list schedule; each task is visited once (worklist, O(tasks)).
+    ``t_fwd``/``t_bwd``: per-stage sequences of length p."""
     n_virtual = p * v
     done = {}  # (pass, virtual stage, microbatch) -> end time
     waiting = {}  # dependency key -> stages blocked on it
@@ -191,10 +194,10 @@ def _simulate(orders, p, v, t_fwd, t_bwd):
             vs = c * p + s
             if kind == "F":
                 dep = ("F", vs - 1, i) if vs > 0 else None
-                dur = t_fwd / v
+                dur = t_fwd[s] / v
             else:
                 dep = ("B", vs + 1, i) if vs < n_virtual - 1 else ("F", vs, i)
-                dur = t_bwd / v
+                dur = t_bwd[s] / v
             if dep is not None and dep not in done:
                 waiting.setdefault(dep, []).append(s)
                 break
@@ -213,20 +216,56 @@ def _simulate(orders, p, v, t_fwd, t_bwd):
     return tuple(tasks)
 
 
+def _stage_times(name, value, p):
+    """A positive time per stage: one number for all, or a sequence of p numbers."""
+    if np.ndim(value) == 0:
+        return [check_number(name, value, minimum=0, strict=True)] * p
+    vals = list(value)
+    if len(vals) != p:
+        raise ValueError(f"{name} has {len(vals)} stage times; p={p} needs one per stage")
+    return [check_number(f"{name}[{i}]", x, minimum=0, strict=True)
+            for i, x in enumerate(vals)]
+
+
 def schedule(kind, p, m, v=1, t_fwd=1.0, t_bwd=2.0) -> Timeline:
     """Per-stage timeline of a GPipe, 1F1B or interleaved-1F1B pipeline step.
 
     ``gpipe``: all forwards, then all backwards (Huang et al. 2019); ``1f1b``: p-s-1
     warm-up forwards, then one forward one backward (PipeDream-Flush, Narayanan et al.
     2021 §2.2.1); ``interleaved``: v model chunks per GPU, m a multiple of p (§2.2.2).
-    The measured idle fraction equals :func:`bubble_fraction`. Times in seconds.
+    ``t_fwd``/``t_bwd`` are one number (every stage alike) or one per stage (an
+    unbalanced pipeline, e.g. a last stage that also runs the output layer: the slowest
+    stage then sets the pace, :func:`unbalanced_step_time`). With equal stages the
+    measured idle fraction equals :func:`bubble_fraction`. Times in seconds.
     """
     check_choice("kind", kind, SCHEDULES)
     p, m, v = _check_pmv(p, m, v)
-    f = check_number("t_fwd", t_fwd, minimum=0, strict=True)
-    b = check_number("t_bwd", t_bwd, minimum=0, strict=True)
+    f = _stage_times("t_fwd", t_fwd, p)
+    b = _stage_times("t_bwd", t_bwd, p)
     if kind != "interleaved":
         v = 1
     elif m % p:
         raise ValueError(f"m={m} must be a multiple of p={p} for the interleaved schedule")
     return Timeline(kind, p, m, v, _simulate(_orders(kind, p, m, v), p, v, f, b))
+
+
+def unbalanced_step_time(stage_times, m, v=1) -> float:
+    """Step time of a 1F1B pipeline whose stages differ:
+    ``m * max(t_i) + (sum(t_i) - max(t_i)) / v``.
+
+    ``stage_times``: forward + backward time of one micro-batch on each stage (s). In
+    the steady state every stage waits for the slowest one, so the m micro-batches run
+    at its pace, and filling and draining the pipeline costs the other stages' times
+    once, divided by the v chunks (Narayanan et al. 2021 §2.2). It equals the simulated
+    :func:`schedule` when one stage is slower than the rest (the last one, holding the
+    output layer and the loss, in the advisor) with the same forward:backward split;
+    with several uneven stages the simulation can finish up to ~20% sooner. With equal
+    stages it is :func:`pipeline_step_time`. Seconds.
+    """
+    times = np.asarray(stage_times, dtype=float)
+    if times.ndim != 1 or times.size == 0 or not np.all(np.isfinite(times)) \
+            or np.any(times <= 0):
+        raise ValueError(f"stage_times={stage_times!r} must be positive stage times")
+    p, m, v = _check_pmv(times.size, m, v)
+    slow = float(times.max())
+    return m * slow + (float(times.sum()) - slow) / v
