@@ -75,5 +75,5 @@ formgrader: $(STAMP)
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) --ServerApp.root_dir=$(CURDIR)
 
 clean:
-	rm -rf autograded submitted feedback reports gradebook.db .grading-state.json test-artifacts \
-	  .coursekit-quarantine
+	rm -rf autograded submitted feedback reports gradebook.db .grading-state.json* test-artifacts \
+	  .coursekit-quarantine downloaded grades.csv

@@ -11,12 +11,28 @@ c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this 
 
 COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
 
+# traitlets only logs an exception raised in a config file and nbgrader goes on without the
+# rest of it (no sandbox, no trusted template): a course library that cannot be imported
+# stops nbgrader here instead.
+try:
+    from coursekit.grading import (gradebook as _gradebook, inert as _inert,  # noqa: F401
+                                   outputs as _outputs, template as _template,
+                                   verdicts as _verdicts)
+except Exception as _exc:  # noqa: BLE001
+    raise SystemExit(f"nbgrader_config.py: the course library coursekit cannot be imported "
+                     f"({_exc!r}); install it into this environment: pip install -e '.[course]'")
+
 c.CourseDirectory.root = COURSE_ROOT
 c.CourseDirectory.course_id = "mlsys-training-serving"
-# Absolute, so nbgrader finds the same gradebook from any working directory.
-# COURSEKIT_GRADEBOOK (a file path) lets tests and parallel workers use their own copy.
-c.CourseDirectory.db_url = "sqlite:///" + os.environ.get(
-    "COURSEKIT_GRADEBOOK", os.path.join(COURSE_ROOT, "gradebook.db"))
+# The gradebook: COURSEKIT_GRADEBOOK, else `gradebook` under [tool.coursekit] in
+# pyproject.toml, else <course root>/gradebook.db. A full SQLAlchemy URL
+# (postgresql+psycopg://user@host/db) or a plain file path (SQLite), made absolute, so every
+# process sees the same database. Set it there, not here: the course's own code (`grade`,
+# `report`, the grading journal) reads the same function (coursekit/grading/gradebook.py).
+# A bad URL or a missing driver stops nbgrader with one line naming the extra to install;
+# it also puts this environment's bin/ on PATH when nbgrader's `alembic` is not found there
+# (a venv that is not activated).
+c.CourseDirectory.db_url = _gradebook.config_db_url(COURSE_ROOT)
 
 # Generate: always overwrite, never leave a stale release behind.
 c.CourseDirectory.assignment_id = ""

@@ -85,10 +85,10 @@ def cell_scores(root: Path) -> dict:
     import warnings
 
     warnings.filterwarnings("ignore")
-    from nbgrader.api import Gradebook
+    from coursekit.grading.gradebook import gradebook_url, open_gradebook
 
     out = {}
-    with Gradebook("sqlite:///" + str(root / "gradebook.db")) as gb:
+    with open_gradebook(gradebook_url(root, str(root / "gradebook.db"))) as gb:
         for assignment in gb.assignments:
             for sub in assignment.submissions:
                 for nb in sub.notebooks:

@@ -319,18 +319,20 @@ def check_up_to_date(root: Path, log=print) -> list:
                 shutil.copytree(src, scratch / name)
             elif src.exists():
                 shutil.copy2(src, scratch / name)
-        env_db = str(scratch / "gradebook.db")
-        old = os.environ.get("COURSEKIT_GRADEBOOK")
-        os.environ["COURSEKIT_GRADEBOOK"] = env_db
+        # a scratch SQLite gradebook, whatever the course's own (never its real one)
+        from .gradebook import ENV, gradebook_url
+
+        old = os.environ.get(ENV)
+        os.environ[ENV] = gradebook_url(scratch, "gradebook.db")
         try:
             for name in ("release", "samples"):
                 shutil.rmtree(scratch / name, ignore_errors=True)
             build(scratch, execute=False, log=log)
         finally:
             if old is None:
-                os.environ.pop("COURSEKIT_GRADEBOOK", None)
+                os.environ.pop(ENV, None)
             else:
-                os.environ["COURSEKIT_GRADEBOOK"] = old
+                os.environ[ENV] = old
         differences = []
         for name in TRACKED_OUTPUTS:
             new = {p.relative_to(scratch) for p in (scratch / name).rglob("*") if p.is_file()}

@@ -107,11 +107,17 @@ def cmd_demo(args) -> int:
     print("== 2/5 collect the sample class (alice: solution, bob: partial, carol: untouched) ==")
     for folder in ("submitted", "autograded", "feedback", QUARANTINE):
         shutil.rmtree(root / folder, ignore_errors=True)
-    (root / "gradebook.db").unlink(missing_ok=True)
+    from . import gradebook as gbmod
+
+    url = gbmod.gradebook_url(root)
+    if url == gbmod.gradebook_url(root, gbmod.DEFAULT_FILE):  # the default gradebook.db
+        (root / gbmod.DEFAULT_FILE).unlink(missing_ok=True)  # afresh, with its journal
+    else:  # a configured gradebook is never dropped: the sample class is regraded
+        print(f"   (gradebook {gbmod.mask(url)} kept; the sample submissions are regraded)")
     (root / ".grading-state.json").unlink(missing_ok=True)
     pipeline.collect_samples(root)
     print("== 3/5 autograde ==")
-    pipeline.grade(root)
+    pipeline.grade(root, regrade=True)
     print("== 4/5 feedback ==")
     paths = pipeline.feedback(root)
     print("== 5/5 report ==")

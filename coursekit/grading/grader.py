@@ -5,11 +5,13 @@ Each worker process loads nbgrader and the course config once and then runs
 submission at a time, so results are the ones serial nbgrader gives. Every kernel
 starts through the sandbox (``nbgrader_config.py``).
 
-The run is journaled in ``<root>/.grading-state.json`` (written atomically after each
-submission is in the gradebook): interrupting ``grade`` and running it again grades
-only what is not recorded yet (or whose submission file changed). SQLite keeps the
-gradebook consistent if a worker dies mid-write; a submission interrupted before it
-was journaled is simply graded again with ``--force``.
+The run is journaled in the gradebook database itself (:mod:`coursekit.grading.journal`:
+one row per submission, written in one transaction as soon as it is in the gradebook), so
+every machine grading the class with the same gradebook URL shares one journal.
+Interrupting ``grade`` and running it again, here or on another machine, grades only what
+is not recorded yet, whose submission files changed, or what failed for the grader's own
+reasons. The database keeps the gradebook consistent if a worker dies mid-write; a
+submission interrupted before it was journaled is simply graded again with ``--force``.
 """
 
 from __future__ import annotations
@@ -20,44 +22,33 @@ import multiprocessing
 import os
 import re
 import shutil
+import socket
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from . import build as buildmod
+from . import gradebook as gbmod
+from . import journal as journalmod
 from . import precheck
 
-STATE_FILE = ".grading-state.json"
+STATE_FILE = journalmod.LEGACY_FILE  # the old JSON journal, migrated on first use
 LOG_DIR = Path("reports") / "grading-logs"
 
 _API = None
 
 
-def state_path(root: Path) -> Path:
-    """Where the grading journal lives."""
-    return root / STATE_FILE
+def open_journal(root: Path, out=print) -> journalmod.Journal:
+    """The course's journal (in its gradebook), an old ``.grading-state.json`` migrated."""
+    return journalmod.open_journal(Path(root), out=out)
 
 
 def load_state(root: Path) -> dict:
-    """The grading journal: ``{"student/assignment": {...}}`` (empty if none)."""
-    path = state_path(root)
-    if not path.exists():
-        return {}
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
-
-
-def save_state(root: Path, state: dict) -> None:
-    """Write the journal atomically (temp file + rename)."""
-    path = state_path(root)
-    fd, tmp = tempfile.mkstemp(dir=root, prefix=".grading-state-", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(state, fh, indent=1, sort_keys=True)
-        fh.write("\n")
-    os.replace(tmp, path)
+    """The grading journal as ``{"student/assignment": {...}}`` (empty if none); reads the
+    gradebook's journal table and creates nothing."""
+    jr = journalmod.Journal(gbmod.gradebook_url(root), create=False)
+    return {f"{s}/{a}": e for (s, a), e in jr.entries().items()}
 
 
 def submission_hash(root: Path, student: str, aid: str) -> str:
@@ -121,7 +112,8 @@ def _grade_one(job):
             sandbox = {}
     return {"student": student, "assignment": aid, "success": bool(result.get("success")),
             "log": (result.get("log") or "")[-20000:], "error": (result.get("error") or "")[-4000:],
-            "sandbox": sandbox, "seconds": round(time.monotonic() - start, 2)}
+            "sandbox": sandbox, "seconds": round(time.monotonic() - start, 2),
+            "worker": journalmod.worker_id()}
 
 
 # ----------------------------------------------------------------------------- classify
@@ -188,17 +180,28 @@ def classify(root: Path, result: dict, cell_timeout: int) -> dict:
 
 
 def _ensure_students(root: Path, students) -> None:
-    import warnings
-
-    warnings.filterwarnings("ignore", message=".*not in session.*")
-    from nbgrader.api import Gradebook
-
-    from .pipeline import db_url
-
-    buildmod.venv_on_path()
-    with Gradebook(db_url(root)) as gb:
+    with gbmod.open_gradebook(gbmod.gradebook_url(root)) as gb:
         for sid in sorted(students):
             gb.update_or_create_student(sid)
+
+
+def record_result(jr: journalmod.Journal, root: Path, result: dict, digest: str,
+                  cell_timeout: int, retry: bool = False) -> dict:
+    """Classify one worker result (:func:`classify`) and journal it (one upsert); the
+    entry as stored. The driver below calls it; a distributed worker can too."""
+    verdict = classify(root, result, cell_timeout)
+    entry = {"status": verdict["status"], "reason": verdict["reason"],
+             "scored": verdict.get("scored", False),
+             "machinery": verdict.get("machinery", False),
+             "sha256": digest, "seconds": result["seconds"]}
+    if retry:
+        load = os.getloadavg()[0]
+        entry["retried"] = True
+        entry["reason"] += (f" (graded again at the end of the run, load "
+                            f"{load:.1f} on {os.cpu_count()} cores: same outcome)"
+                            if entry["status"] != "graded" else "")
+    return jr.record(result["student"], result["assignment"], entry,
+                     worker=result.get("worker"))
 
 
 def _fmt_eta(seconds: float) -> str:
@@ -220,26 +223,31 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
             out(f"[check] {f.level.upper()} {f.student}/{f.assignment}: {f.message}")
     rejected = precheck.rejected(findings)
     subs = pipeline.submissions(root, assignments, students)
-    state = load_state(root)
+    jr = open_journal(root, out)
     if regrade:
-        for student, aid in subs:
-            state.pop(f"{student}/{aid}", None)
+        jr.forget(subs)
+    state = jr.entries(subs)  # (student, assignment) -> entry, this run's submissions only
+    here, in_gradebook = socket.gethostname(), []
+
+    def have_output(entry, student, aid):
+        host = journalmod.host_of(entry)
+        if not host or host == here:  # graded here: its autograded notebook must be here
+            return _autograded_notebook(root, student, aid).exists()
+        if not in_gradebook:  # graded on another machine: the gradebook must hold it
+            in_gradebook.append(gbmod.submitted_pairs(jr.url))
+        return (student, aid) in in_gradebook[0]
+
     todo = []
     for student, aid in subs:
-        key = f"{student}/{aid}"
         digest = submission_hash(root, student, aid)
         if (student, aid) in rejected:
-            state[key] = {"status": "rejected", "reason": rejected[(student, aid)],
-                          "sha256": digest, "seconds": 0}
+            state[(student, aid)] = jr.record(student, aid, {
+                "status": "rejected", "reason": rejected[(student, aid)], "sha256": digest,
+                "seconds": 0})
             continue
-        done = state.get(key)
-        if done and done.get("sha256") == digest and not done.get("machinery") and (
-                done.get("status") in ("timeout", "error") or (
-                    done.get("status") == "graded"
-                    and _autograded_notebook(root, student, aid).exists())):
-            continue  # re-verified: a graded entry needs its autograded notebook
-        todo.append((student, aid, digest))
-    save_state(root, state)
+        if journalmod.needs_grading(state.get((student, aid)), digest,
+                                    lambda e, s=student, a=aid: have_output(e, s, a)):
+            todo.append((student, aid, digest))
     skipped = len(subs) - len(todo) - len(rejected)
     pipeline.register_assignments(root, {aid for _, aid, _ in todo})
     _ensure_students(root, {s for s, _, _ in todo})
@@ -248,10 +256,11 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
     caps = capabilities()
     out(describe(caps))
     out(f"[grade] {len(todo)} to grade with {workers} worker(s); {skipped} already graded "
-        f"(journal {STATE_FILE}); {len(rejected)} rejected at pre-check")
+        f"(journal: table {journalmod.TABLE} of {gbmod.mask(jr.url)}); {len(rejected)} "
+        "rejected at pre-check")
 
     def asked_entries():  # the journal entries of the submissions this run was asked about
-        return {(s, a): state[f"{s}/{a}"] for s, a in subs if f"{s}/{a}" in state}
+        return {(s, a): state[(s, a)] for s, a in subs if (s, a) in state}
 
     if not todo:
         return asked_entries()
@@ -274,22 +283,12 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
             pool.apply(_grade_one, (job,)) for job in batch)  # retries: one at a time
         for result in results:
             student, aid = result["student"], result["assignment"]
-            verdict = classify(root, result, cell_timeout)
             (log_dir / f"{student}--{aid}.log").write_text(
                 result["log"] + ("\n" + result["error"] if result["error"] else ""),
                 encoding="utf-8")
-            entry = {"status": verdict["status"], "reason": verdict["reason"],
-                     "scored": verdict.get("scored", False),
-                     "machinery": verdict.get("machinery", False),
-                     "sha256": digests[(student, aid)], "seconds": result["seconds"]}
-            if label == "retry":
-                load = os.getloadavg()[0]
-                entry["retried"] = True
-                entry["reason"] += (f" (graded again at the end of the run, load "
-                                    f"{load:.1f} on {os.cpu_count()} cores: same outcome)"
-                                    if entry["status"] != "graded" else "")
-            state[f"{student}/{aid}"] = entry
-            save_state(root, state)
+            entry = record_result(jr, root, result, digests[(student, aid)], cell_timeout,
+                                  retry=label == "retry")
+            state[(student, aid)] = entry
             n_done += 1
             elapsed = time.monotonic() - started
             total = len(jobs) + (len(batch) if label == "retry" else 0)
@@ -297,7 +296,7 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
             if progress:
                 bar = "#" * int(20 * min(1, n_done / total))
                 out(f"[{bar:<20}] {n_done:>3}/{total} {student}/{aid}: "
-                    f"{verdict['status']}{' (retry)' if label == 'retry' else ''} in "
+                    f"{entry['status']}{' (retry)' if label == 'retry' else ''} in "
                     f"{result['seconds']:.1f} s (elapsed {_fmt_eta(elapsed)}, "
                     f"ETA {_fmt_eta(eta)})")
 
@@ -305,7 +304,7 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
         run(jobs, "first")
         # a timeout or error may come from a loaded machine, not the student: grade those
         # once more, one at a time, and keep the load next to the outcome
-        again = [j for j in jobs if state[f"{j[0]}/{j[1]}"]["status"] in ("timeout", "error")]
+        again = [j for j in jobs if state[(j[0], j[1])]["status"] in ("timeout", "error")]
         if again:
             out(f"[grade] grading {len(again)} timeout/error submission(s) once more")
             run(again, "retry")

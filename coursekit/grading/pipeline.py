@@ -11,14 +11,14 @@ import tempfile
 from pathlib import Path
 
 from . import build as buildmod
+from . import gradebook as gbmod
 from . import report as reportmod
 
 
 def db_url(root: Path) -> str:
-    """The gradebook URL nbgrader_config.py uses (honours COURSEKIT_GRADEBOOK)."""
-    import os
-
-    return "sqlite:///" + os.environ.get("COURSEKIT_GRADEBOOK", str(root / "gradebook.db"))
+    """The course's gradebook URL: :func:`coursekit.grading.gradebook.gradebook_url`, the
+    one function ``nbgrader_config.py`` and every part of the course use."""
+    return gbmod.gradebook_url(root)
 
 
 def collect_samples(root: Path) -> int:
@@ -48,16 +48,10 @@ def submissions(root: Path, assignments=None, students=None) -> list:
 
 def registered_assignments(root: Path) -> set:
     """Assignments whose notebooks are in the gradebook (needed before autograde)."""
-    import warnings
-
-    warnings.filterwarnings("ignore", message=".*not in session.*")
-    from nbgrader.api import Gradebook
-
-    path = db_url(root)[len("sqlite:///"):]
-    if not Path(path).exists():
+    url = db_url(root)
+    if not gbmod.exists(url):
         return set()
-    buildmod.venv_on_path()
-    with Gradebook(db_url(root)) as gb:
+    with gbmod.open_gradebook(url) as gb:
         return {a.name for a in gb.assignments if a.notebooks}
 
 
@@ -93,13 +87,14 @@ def feedback(root: Path, assignments=None, show_hidden=False) -> list:
     return sorted((root / "feedback").glob("*/*/*.html"))
 
 
-def report(root: Path, outcomes=None):
+def report(root: Path, outcomes=None, out=print):
     """Rows and written report files (reports/grades.csv, .json, .txt); statuses come
-    from the grading journal unless ``outcomes`` is given."""
+    from the grading journal (in the gradebook) unless ``outcomes`` is given."""
     if outcomes is None:
-        from .grader import load_state, outcomes_from_state
+        from .grader import open_journal, outcomes_from_state
 
-        outcomes = outcomes_from_state(load_state(root))
+        jr = open_journal(root, out)
+        outcomes = outcomes_from_state({f"{s}/{a}": e for (s, a), e in jr.entries().items()})
     rows = reportmod.read_rows(db_url(root), outcomes)
     cases, flags = reportmod.case_rows(root / "autograded")
     return rows, reportmod.write_reports(rows, root / "reports", cases, flags)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -33,14 +32,9 @@ class Row:
 
 
 def _gradebook(db_url):
-    warnings.filterwarnings("ignore", message=".*not in session.*")
-    from nbgrader.api import Gradebook
+    from .gradebook import open_gradebook
 
-    from .build import venv_on_path
-
-    venv_on_path()  # nbgrader runs `alembic` from PATH when it creates a gradebook
-
-    return Gradebook(db_url)
+    return open_gradebook(db_url)  # driver checked, `alembic` findable, warning filtered
 
 
 def read_rows(db_url: str, outcomes: dict | None = None) -> list:

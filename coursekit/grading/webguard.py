@@ -13,8 +13,9 @@ by hash (``'unsafe-hashes'``), nothing else inline. Images only from the
 server or inline, no connection but to the server, no frames, objects or ``<base>``.
 
 Every formgrader page also starts with a banner listing the submissions the last ``grade``
-run could not score (``timeout``, ``error``, ``rejected``, from the journal
-``.grading-state.json``): formgrader itself shows those as a plain 0.
+run could not score (``timeout``, ``error``, ``rejected``, from the grading journal in the
+gradebook database, :mod:`coursekit.grading.journal`): formgrader itself shows those as a
+plain 0.
 
 It also puts the server's own ``bin/`` first on ``PATH``: nbgrader runs ``alembic`` from
 ``PATH`` the first time it opens a gradebook, and a JupyterLab started as
