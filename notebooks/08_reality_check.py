@@ -131,7 +131,7 @@ ck.case('n_params_0', lambda: static_state_bytes(0, "fp32_adamw"),
 for _name, _cfg in GPT2.items():
     for _mode in reality.MODES:
         _m = reality.shipped_training_memory(_name, _mode, "sdpa", 1)
-        _p = ck.call(static_state_bytes, _cfg.n_params, _mode)
+        _p = ck.attempt(static_state_bytes, _cfg.n_params, _mode)
         print(f"{_name:<10} {_mode:<20} measured {_m.static_bytes / GiB:6.2f} GiB   "
               f"yours {_p / GiB if isinstance(_p, (int, float)) else float('nan'):6.2f} GiB")
 
@@ -221,7 +221,7 @@ def score_bytes_from_data(name, mode):
 for _name, _mode in (("gpt2-124m", "bf16_pure_adamw"), ("gpt2-124m", "bf16_autocast_adamw"),
                      ("gpt2-124m", "fp32_adamw"), ("gpt2-355m", "bf16_pure_adamw"),
                      ("gpt2-355m", "bf16_autocast_adamw"), ("gpt2-1.5b", "bf16_autocast_adamw")):
-    _v = ck.call(score_bytes_from_data, _name, _mode)
+    _v = ck.attempt(score_bytes_from_data, _name, _mode)
     print(f"{_name:<10} {_mode:<20} "
           + (f"{_v:5.2f} bytes per score" if isinstance(_v, float) else "(finish the exercise)"))
 
@@ -459,7 +459,7 @@ ck.case('bandwidth_0', lambda: decode_floor_s(3_115_222_400, 157_286_400, 1, 0),
 W15, KV15 = 1_557_611_200 * 2, 157_286_400   # GPT-2 1.5B: bf16 weights; KV of 512 tokens
 _dec = reality.decode_data(live=False)
 _h200_bw = get_accelerator("H200").hbm_bandwidth
-_floor = [ck.call(decode_floor_s, W15, KV15, _b, _h200_bw) for _b in _dec.batch]
+_floor = [ck.attempt(decode_floor_s, W15, KV15, _b, _h200_bw) for _b in _dec.batch]
 print(f"source: {_dec.source}")
 print(f"{'batch':>5} {'measured':>10} {'floor':>9} {'measured/floor':>15}")
 _ok = all(isinstance(_f, float) for _f in _floor)

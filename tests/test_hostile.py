@@ -275,9 +275,12 @@ def test_plain_nbgrader_autograde_grades_the_corpus_the_same(tmp_path):
     assert not problems, "\n".join(problems) + proc.stderr[-3000:]
 
 
-def test_resume_after_a_hard_kill(tmp_path):
+def test_resume_after_a_hard_kill(tmp_path, monkeypatch):
     root = copy_course(tmp_path / "course")
-    env = dict(os.environ, COURSEKIT_GRADEBOOK=str(root / "gradebook.db"))
+    # this process reads the journal too: point it at this course's gradebook, not at the
+    # corpus fixture's (which sets COURSEKIT_GRADEBOOK for the whole module)
+    monkeypatch.setenv("COURSEKIT_GRADEBOOK", str(root / "gradebook.db"))
+    env = dict(os.environ)
     for student in ("alice", "bob", "carol"):
         for aid in ("02_memory_calculator", "05_speculative_decoding"):
             src = root / "samples" / student / aid
@@ -307,15 +310,7 @@ def test_resume_after_a_hard_kill(tmp_path):
     assert f"{len(done_before)} already graded" in out.stdout
     state = grader.load_state(root)
     assert len(state) == 6 and all(e["status"] == "graded" for e in state.values())
-    old = os.environ.get("COURSEKIT_GRADEBOOK")
-    os.environ["COURSEKIT_GRADEBOOK"] = str(root / "gradebook.db")
-    try:
-        rows, _ = pipeline.report(root)
-    finally:
-        if old is None:
-            os.environ.pop("COURSEKIT_GRADEBOOK")
-        else:
-            os.environ["COURSEKIT_GRADEBOOK"] = old
+    rows, _ = pipeline.report(root)
     scores = {(r.student, r.assignment): r.score for r in rows}
     assert scores[("alice", "02_memory_calculator")] == 28  # tests/test_course.py EXPECTED
     assert scores[("bob", "05_speculative_decoding")] == 9

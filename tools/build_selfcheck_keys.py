@@ -1097,7 +1097,7 @@ def notebook_py() -> str:
             "questions into numbers you can compute; predict, then verify with `coursekit`; "
             "notice where a source's own answer key is wrong and why.\n"
             "\n"
-            f"**Time:** about 60 minutes. **Points:** {total}.\n"
+            f"**Time:** about 90 minutes. **Points:** {total}.\n"
             "\n"
             "**How to answer.** Each part ends with one answer cell: replace each `None` with "
             "your answer (a letter string such as `\"B\"`, `True`/`False`, a label string from "

@@ -164,6 +164,16 @@ def call(fn, *args, **kwargs):
             "cell with your code, run that cell, then run this test again") from None
 
 
+def attempt(fn, *args, **kwargs):
+    """Call the student's ``fn`` for a demonstration cell: ``None`` while it is still the
+    release stub (``NotImplementedError``), so the cell prints "finish the exercise" instead
+    of stopping Run All; any other error is the student's bug and propagates."""
+    try:
+        return call(fn, *args, **kwargs)
+    except NotImplementedYet:
+        return None
+
+
 def check_raises(fn, *args, exception=ValueError, name=None, **kwargs) -> None:
     """Visible check: ``fn(*args, **kwargs)`` raises ``exception``."""
     label = name or getattr(fn, "__name__", "function")
