@@ -97,6 +97,42 @@ c.GenerateFeedback.preprocessors = [
 c.StripHiddenTests.show_hidden_tests = os.environ.get("COURSEKIT_SHOW_HIDDEN_TESTS") == "1"
 # Or reveal them automatically in feedback generated after a date (UTC unless given):
 # c.StripHiddenTests.show_after = "2026-12-15T23:59:00+00:00"
+# A submission that could not be graded (error, timeout, rejected) gets a status page as
+# its feedback (what happened, the reason, what to do), and every feedback folder gets the
+# timestamp.txt and submission_secret.txt `nbgrader release_feedback` reads
+# (coursekit/grading/feedback.py).
+c.GenerateFeedback.post_convert_hook = "coursekit.grading.feedback.after_generate_feedback"
+
+# Statuses where instructors look (coursekit/grading/statuses.py): `grade` flags every
+# submission it could not score (needs manual grade, the reason as a comment, a placeholder
+# to grade by hand); formgrader's averages leave them out until resolved, and plain
+# `nbgrader export` writes a status and a reason column (error, timeout, rejected, missing,
+# not a 0; blank scores for them).
+from coursekit.grading import statuses as _statuses  # noqa: E402
+
+_statuses.install_averages()
+c.ExportApp.plugin_class = "coursekit.grading.export.StatusCsvExportPlugin"
+
+# The exchange (`nbgrader release_assignment`, `list`, `fetch_assignment`, `submit`,
+# `collect`, `release_feedback`): COURSEKIT_EXCHANGE, e.g. a shared JupyterHub's
+# /srv/nbgrader/exchange (created once by an administrator, world-writable), else
+# <course root>/exchange, created here. Students' own nbgrader config names the same root
+# and course id (README, "The nbgrader workflow").
+_exchange = os.environ.get("COURSEKIT_EXCHANGE", "").strip()
+if not _exchange:
+    _exchange = os.path.join(COURSE_ROOT, "exchange")
+    try:
+        os.makedirs(_exchange, exist_ok=True)
+    except OSError:  # a read-only checkout: nbgrader names the folder when it needs it
+        pass
+c.Exchange.root = _exchange
+c.ExchangeFactory.release_feedback = "coursekit.grading.feedback.ReleaseFeedback"
+
+# LMS downloads (`nbgrader zip_collect <assignment>` on downloaded/<assignment>/archive/):
+# the file names of Canvas, Moodle and Blackboard are recognized, LMS user ids mapped to
+# student ids through lms_students.csv when present (coursekit/grading/lms.py). Setting
+# c.FileNameCollectorPlugin.named_regexp still works and is tried first.
+c.ZipCollectApp.collector_plugin = "coursekit.grading.lms.LMSCollectorPlugin"
 
 # Sandbox: every kernel nbgrader starts runs through coursekit's launcher under bubblewrap
 # (see coursekit/grading/sandbox.py): a minimal read-only filesystem with a copy of the

@@ -3,7 +3,8 @@
 Commands: ``build`` (notebooks -> source -> release -> samples, leak check),
 ``verify-build`` (committed files equal a fresh build), ``collect`` (copy the sample
 class into submitted/), ``check`` (pre-check submissions), ``grade`` (parallel,
-sandboxed, resumable), ``feedback``, ``report``, ``demo`` (all of it), and the student
+sandboxed, resumable), ``statuses`` (flags in formgrader for what could not be graded),
+``feedback``, ``report``, ``demo`` (all of it), and the student
 side: ``student-bundle`` and ``student-lab``.
 """
 
@@ -70,7 +71,8 @@ def cmd_grade(args) -> int:
     root = _root(args)
     try:
         results = pipeline.grade(root, assignments=args.assignment, students=args.student,
-                                 workers=args.workers, regrade=args.regrade)
+                                 workers=args.workers, regrade=args.regrade,
+                                 executor=args.executor, scheduler=args.scheduler)
     except KeyboardInterrupt:
         return 130
     bad = {k: v for k, v in results.items() if v["status"] != "graded"}
@@ -96,6 +98,33 @@ def cmd_report(args) -> int:
 
     print(to_table(rows))
     print(f"\nreports: {paths['csv']}  {paths['txt']}")
+    return 0
+
+
+def cmd_statuses(args) -> int:
+    """``statuses``: flag in the gradebook what the journal says could not be graded."""
+    from . import gradebook as gbmod
+    from . import statuses
+    from .journal import Journal
+
+    root = _root(args)
+    url = gbmod.gradebook_url(root)
+    if not gbmod.exists(url):
+        print(f"[statuses] no gradebook yet ({gbmod.mask(url)}): run grade first")
+        return 0
+    entries = Journal(url, create=False).entries()
+    if args.assignment:
+        entries = {k: v for k, v in entries.items() if k[1] in args.assignment}
+    statuses.apply(root, entries)
+    with gbmod.open_gradebook(url) as gb:
+        states = statuses.flag_states(gb)
+    for (student, aid), state in sorted(states.items()):
+        entry = entries.get((student, aid)) or {}
+        print(f"  {state.upper():<9} {student}/{aid}: {entry.get('status', '?')}: "
+              f"{entry.get('reason', '')}")
+    print(f"[statuses] {sum(s == 'pending' for s in states.values())} flagged submission(s) "
+          f"wait for a manual grade in formgrader, {sum(s == 'resolved' for s in states.values())} "
+          "graded by hand")
     return 0
 
 
@@ -183,6 +212,14 @@ def main(argv=None) -> int:
                    help="parallel workers (default: number of cores)")
     p.add_argument("--regrade", action="store_true",
                    help="grade again even what the journal says is done")
+    p.add_argument("--scheduler", metavar="tcp://HOST:8786",
+                   help="grade on this existing Dask cluster (Kubernetes, Slurm, several "
+                        "machines); the gradebook must be a database every worker reaches "
+                        "(postgresql+psycopg://...). Default: a Dask LocalCluster of "
+                        "--workers processes on this machine")
+    p.add_argument("--executor", choices=("dask", "pool"), default="dask",
+                   help="dask (default) or pool: a local multiprocessing pool running the "
+                        "same grading function (the benchmark's baseline)")
     p.set_defaults(func=cmd_grade)
     p = sub.add_parser("feedback", help="generate feedback HTML (hidden tests stripped)")
     p.add_argument("--assignment", nargs="+")
@@ -191,6 +228,10 @@ def main(argv=None) -> int:
     p.set_defaults(func=cmd_feedback)
     p = sub.add_parser("report", help="score table and CSV with error statuses")
     p.set_defaults(func=cmd_report)
+    p = sub.add_parser("statuses", help="flag in the gradebook (formgrader) the submissions "
+                       "the journal lists as error, timeout or rejected; list them")
+    p.add_argument("--assignment", nargs="+")
+    p.set_defaults(func=cmd_statuses)
     p = sub.add_parser("demo", help="build, collect samples, grade, feedback, report")
     p.add_argument("--no-execute", action="store_true")
     p.set_defaults(func=cmd_demo)

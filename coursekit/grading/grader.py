@@ -1,17 +1,23 @@
-"""Parallel, resumable autograding on top of nbgrader.
+"""Parallel, resumable autograding on top of nbgrader, on Dask distributed.
 
-Each worker process loads nbgrader and the course config once and then runs
-``NbGraderAPI.autograde`` (exactly what ``nbgrader autograde`` runs) for one
-submission at a time, so results are the ones serial nbgrader gives. Every kernel
-starts through the sandbox (``nbgrader_config.py``).
+Each submission is graded by :func:`coursekit.grading.distributed.grade_submission`: a
+worker process writes the course files and the submission it was sent into a scratch
+course directory of its own, loads nbgrader and the course config once, and runs
+``NbGraderAPI.autograde`` (exactly what ``nbgrader autograde`` runs), so results are the
+ones serial nbgrader gives. Every kernel starts through the sandbox
+(``nbgrader_config.py``). The workers are a Dask ``LocalCluster`` on this machine by
+default, or any Dask cluster (``grade --scheduler tcp://HOST:8786``: Kubernetes, Slurm, a
+few machines); ``--executor pool`` runs the same function in a local multiprocessing pool
+(the benchmark's baseline). The driver (this module) writes the autograded folders, the
+logs and the journal.
 
 The run is journaled in the gradebook database itself (:mod:`coursekit.grading.journal`:
 one row per submission, written in one transaction as soon as it is in the gradebook), so
 every machine grading the class with the same gradebook URL shares one journal.
 Interrupting ``grade`` and running it again, here or on another machine, grades only what
 is not recorded yet, whose submission files changed, or what failed for the grader's own
-reasons. The database keeps the gradebook consistent if a worker dies mid-write; a
-submission interrupted before it was journaled is simply graded again with ``--force``.
+reasons. The database keeps the gradebook consistent if a worker dies mid-write; Dask runs
+a task whose worker died again, and the driver journals each submission once.
 """
 
 from __future__ import annotations
@@ -23,20 +29,17 @@ import os
 import re
 import shutil
 import socket
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from . import build as buildmod
+from . import distributed as distmod
 from . import gradebook as gbmod
 from . import journal as journalmod
 from . import precheck
 
 STATE_FILE = journalmod.LEGACY_FILE  # the old JSON journal, migrated on first use
 LOG_DIR = Path("reports") / "grading-logs"
-
-_API = None
 
 
 def open_journal(root: Path, out=print) -> journalmod.Journal:
@@ -71,51 +74,6 @@ def outcomes_from_state(state: dict) -> dict:
     return out
 
 
-# ----------------------------------------------------------------------------- worker
-
-
-def _worker_init(root: str, log_dir: str) -> None:
-    global _API
-    import logging
-    import warnings
-
-    warnings.filterwarnings("ignore")
-    os.chdir(root)
-    buildmod.venv_on_path()
-    # the worker's own log goes to a file, not interleaved on the console
-    log = open(Path(log_dir) / f"worker-{os.getpid()}.log", "a", buffering=1)
-    os.dup2(log.fileno(), 2)
-    sys.stderr = log
-    from nbgrader.apps.api import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-    from traitlets.config.loader import PyFileConfigLoader
-
-    cfg = PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
-    _API = NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
-    logging.getLogger("traitlets").setLevel(logging.WARNING)
-
-
-def _grade_one(job):
-    student, aid, status_file = job
-    start = time.monotonic()
-    Path(status_file).unlink(missing_ok=True)
-    _API.config.SandboxKernelManager.status_file = status_file
-    try:
-        result = _API.autograde(aid, student, force=True, create=True)
-    except BaseException as exc:  # noqa: BLE001 - reported, never raised into the pool
-        result = {"success": False, "error": repr(exc), "log": ""}
-    sandbox = {}
-    if os.path.exists(status_file):
-        try:
-            sandbox = json.loads(Path(status_file).read_text() or "{}")
-        except (OSError, json.JSONDecodeError):
-            sandbox = {}
-    return {"student": student, "assignment": aid, "success": bool(result.get("success")),
-            "log": (result.get("log") or "")[-20000:], "error": (result.get("error") or "")[-4000:],
-            "sandbox": sandbox, "seconds": round(time.monotonic() - start, 2),
-            "worker": journalmod.worker_id()}
-
-
 # ----------------------------------------------------------------------------- classify
 
 
@@ -140,6 +98,10 @@ def _cell_timeouts(nb_path: Path) -> list:
 
 def classify(root: Path, result: dict, cell_timeout: int) -> dict:
     """Status and reason for one worker result (never a silent 0)."""
+    if result.get("lost"):  # the task never returned (its worker died too often)
+        return {"status": "error", "machinery": True,
+                "reason": f"the grader lost this submission (not the student's fault; "
+                          f"retried on the next run): {result['error'][:200]}"}
     sb = result.get("sandbox") or {}
     reason = sb.get("reason")
     nb_path = _autograded_notebook(root, result["student"], result["assignment"])
@@ -209,14 +171,184 @@ def _fmt_eta(seconds: float) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
+EXECUTORS = ("dask", "pool")
+
+
+def check_cluster_gradebook(url: str, scheduler: str) -> None:
+    """Refuse an SQLite gradebook for a cluster given by ``--scheduler``: nbgrader on the
+    workers writes the scores into the gradebook, and workers on other machines cannot
+    reach a file on this one."""
+    if gbmod.backend(url) == "sqlite":
+        raise ValueError(
+            f"grade --scheduler {scheduler}: the gradebook {gbmod.mask(url)} is an SQLite "
+            "file, which Dask workers on other machines cannot reach; set "
+            f"{gbmod.ENV}=postgresql+psycopg://USER@HOST/DB (a database every worker can "
+            "reach), or leave out --scheduler to grade on this machine")
+
+
+class _Pool:
+    """``--executor pool``: a local multiprocessing pool (the benchmark's baseline),
+    running the same :func:`~coursekit.grading.distributed.grade_submission`."""
+
+    def __init__(self, workers: int, courses: dict, scratch: Path):
+        ctx = multiprocessing.get_context("spawn")
+        self.pool = ctx.Pool(workers, initializer=distmod.pool_init,
+                             initargs=(courses, str(scratch)))
+        self.where = f"{workers} worker(s) (local multiprocessing pool)"
+
+    def results(self, subs):
+        return self.pool.imap_unordered(distmod.pool_grade, subs)
+
+    def one(self, sub) -> dict:
+        return self.pool.apply(distmod.pool_grade, (sub,))
+
+    def close(self) -> None:
+        self.pool.close()
+        self.pool.join()
+
+    def abort(self) -> None:
+        self.pool.terminate()
+        self.pool.join()
+
+
+class _Dask:
+    """The default executor: a ``LocalCluster`` of ``workers`` processes, or the cluster
+    of ``scheduler``. The course files of each assignment go to the cluster once, as the
+    result of a small task (:func:`~coursekit.grading.distributed.course_on_worker`) that
+    every grading task of the assignment depends on; each grading task carries one
+    submission. A task whose worker died is run again by Dask (the scheduler's allowed
+    failures); one that is cancelled (its course files lost) is submitted once more, with
+    the course files in the task; one that is lost for good comes back as a machinery
+    error, journaled and retried like any other. The driver sees one result per
+    submission."""
+
+    def __init__(self, workers: int, courses: dict, scheduler: str | None = None,
+                 connect_timeout: float = 30, wait_workers: float = 120):
+        import uuid
+
+        from distributed import Client
+
+        self.cluster, self.courses, self.scheduler = None, courses, scheduler
+        if scheduler:
+            try:
+                self.client = Client(scheduler, timeout=connect_timeout)
+            except (OSError, TimeoutError) as exc:
+                raise RuntimeError(f"grade --scheduler {scheduler}: cannot reach the Dask "
+                                   f"scheduler ({exc})") from None
+            try:
+                self.client.wait_for_workers(1, timeout=wait_workers)
+            except TimeoutError:
+                self.client.close()
+                raise RuntimeError(f"grade --scheduler {scheduler}: no Dask worker joined "
+                                   f"in {wait_workers:.0f} s") from None
+            threads = sum(self.client.nthreads().values())
+            self.where = f"the Dask cluster at {scheduler} ({threads} worker thread(s) now)"
+        else:
+            self.cluster = distmod.local_cluster(workers)
+            self.client = Client(self.cluster)
+            self.where = f"{workers} worker(s) (Dask LocalCluster)"
+        self.run_id = uuid.uuid4().hex[:8]
+        self.shipped = {aid: self.client.submit(distmod.course_on_worker, c, pure=False,
+                                                key=f"course-{aid}-{self.run_id}")
+                        for aid, c in courses.items()}
+
+    def _submit(self, sub, course=None):
+        import uuid
+
+        return self.client.submit(distmod.grade_submission,
+                                  course if course is not None else self.shipped[sub.assignment],
+                                  sub, pure=False,
+                                  key=f"grade-{sub.student}-{sub.assignment}-"
+                                      f"{uuid.uuid4().hex[:8]}")
+
+    @staticmethod
+    def _outcome(future, sub) -> tuple:
+        """``(result, None)``, or ``(a machinery-error result, the exception)``."""
+        try:
+            return future.result(), None
+        except Exception as exc:  # noqa: BLE001 - KilledWorker, lost data, a bug: journaled
+            return {"student": sub.student, "assignment": sub.assignment, "success": False,
+                    "lost": True, "log": "", "error": f"{type(exc).__name__}: {exc}",
+                    "sandbox": {}, "seconds": 0.0, "worker": "", "files": {}}, exc
+        finally:
+            future.release()
+
+    def results(self, subs):
+        from distributed import as_completed
+        from distributed.scheduler import KilledWorker
+
+        subs, pending, again, done = iter(subs), {}, set(), as_completed()
+
+        def add(sub, course=None):
+            future = self._submit(sub, course)
+            pending[future.key] = sub
+            done.add(future)
+
+        def top_up():  # a bounded window: submissions are read as the workers get free
+            window = max(4, 2 * sum(self.client.nthreads().values()))
+            while done.count() < window:
+                sub = next(subs, None)
+                if sub is None:
+                    return
+                add(sub)
+
+        top_up()
+        for future in done:
+            sub = pending.pop(future.key)
+            result, exc = self._outcome(future, sub)
+            pair = (sub.student, sub.assignment)
+            if exc is not None and not isinstance(exc, KilledWorker) and pair not in again:
+                again.add(pair)  # cancelled, e.g. its course files were lost: once more
+                add(sub, self.courses[sub.assignment])
+                continue
+            top_up()
+            yield result
+
+    def one(self, sub) -> dict:
+        # end-of-run retries: the course files go with the task
+        return self._outcome(self._submit(sub, self.courses[sub.assignment]), sub)[0]
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
+
+    abort = close
+
+
+def write_autograded(root: Path, result: dict) -> None:
+    """Replace ``autograded/<student>/<aid>/`` with the files a worker returned (none when
+    nbgrader failed: it removes a failed submission's folder too)."""
+    folder = root / "autograded" / result["student"] / result["assignment"]
+    distmod.write_tree(folder, result.get("files") or {})
+    if not result.get("files"):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def grade(root: Path, assignments=None, students=None, workers=None, regrade=False,
-          out=print, progress=True) -> dict:
-    """Pre-check, then autograde with ``workers`` processes; returns the journal entries
-    of this run's submissions keyed by (student, assignment)."""
+          out=print, progress=True, executor: str = "dask", scheduler: str | None = None
+          ) -> dict:
+    """Pre-check, then autograde; returns the journal entries of this run's submissions
+    keyed by (student, assignment).
+
+    ``executor="dask"`` (default): on a Dask ``LocalCluster`` of ``workers`` processes,
+    or on the existing cluster at ``scheduler`` (``tcp://HOST:8786``; the gradebook must
+    then be a database every worker reaches, e.g. PostgreSQL). ``executor="pool"``: a
+    local multiprocessing pool (the benchmark's baseline). Both run
+    :func:`coursekit.grading.distributed.grade_submission`."""
     from . import pipeline
 
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor={executor!r}: use one of {', '.join(EXECUTORS)}")
+    if scheduler and executor != "dask":
+        raise ValueError(f"scheduler={scheduler!r} needs executor='dask' (got {executor!r})")
     workers = max(1, int(workers or os.cpu_count() or 1))
     root = Path(root).resolve()
+    url = gbmod.gradebook_url(root)
+    if scheduler:
+        check_cluster_gradebook(url, scheduler)
     findings = precheck.check_submissions(root, assignments, students, fix=True)
     for f in findings:
         if f.level != "ok":
@@ -255,7 +387,9 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
 
     caps = capabilities()
     out(describe(caps))
-    out(f"[grade] {len(todo)} to grade with {workers} worker(s); {skipped} already graded "
+    where = (f"the Dask cluster at {scheduler}" if scheduler else
+             f"{workers} worker(s) ({'Dask LocalCluster' if executor == 'dask' else 'local pool'})")
+    out(f"[grade] {len(todo)} to grade with {where}; {skipped} already graded "
         f"(journal: table {journalmod.TABLE} of {gbmod.mask(jr.url)}); {len(rejected)} "
         "rejected at pre-check")
 
@@ -269,20 +403,26 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
     remove_stale()
     status_dir = Path(tempfile.mkdtemp(prefix=f"coursekit-status-{os.getpid()}-"))
     cell_timeout = int(os.environ.get("COURSEKIT_CELL_TIMEOUT", "60"))
-    jobs = [(s, a, str(status_dir / f"{s}--{a}.json")) for s, a, _ in todo]
     digests = {(s, a): d for s, a, d in todo}
-    ctx = multiprocessing.get_context("spawn")
-    pool = ctx.Pool(min(workers, len(jobs)), initializer=_worker_init,
-                    initargs=(str(root), str(log_dir)))
+    courses = {aid: distmod.course_files(root, aid, url) for aid in sorted({a for _, a, _ in todo})}
+
+    def jobs(pairs):  # each submission is read when a worker is about to get it
+        for student, aid in pairs:
+            yield distmod.submission(root, student, aid)
+
+    pairs = [(s, a) for s, a, _ in todo]
     started = time.monotonic()
     n_done = 0
+    saved_logging = distmod.quiet_dask()
+    runner = None
 
     def run(batch, label):
         nonlocal n_done
-        results = pool.imap_unordered(_grade_one, batch) if label == "first" else (
-            pool.apply(_grade_one, (job,)) for job in batch)  # retries: one at a time
+        results = runner.results(jobs(batch)) if label == "first" else (
+            runner.one(sub) for sub in jobs(batch))  # retries: one at a time
         for result in results:
             student, aid = result["student"], result["assignment"]
+            write_autograded(root, result)
             (log_dir / f"{student}--{aid}.log").write_text(
                 result["log"] + ("\n" + result["error"] if result["error"] else ""),
                 encoding="utf-8")
@@ -291,7 +431,7 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
             state[(student, aid)] = entry
             n_done += 1
             elapsed = time.monotonic() - started
-            total = len(jobs) + (len(batch) if label == "retry" else 0)
+            total = len(pairs) + (len(batch) if label == "retry" else 0)
             eta = elapsed / n_done * max(0, total - n_done)
             if progress:
                 bar = "#" * int(20 * min(1, n_done / total))
@@ -301,20 +441,28 @@ def grade(root: Path, assignments=None, students=None, workers=None, regrade=Fal
                     f"ETA {_fmt_eta(eta)})")
 
     try:
-        run(jobs, "first")
+        if executor == "pool":
+            runner = _Pool(min(workers, len(pairs)), courses, status_dir / "pool")
+        else:
+            runner = _Dask(min(workers, len(pairs)), courses, scheduler)
+            if scheduler:
+                out(f"[grade] grading on {runner.where}")
+        run(pairs, "first")
         # a timeout or error may come from a loaded machine, not the student: grade those
         # once more, one at a time, and keep the load next to the outcome
-        again = [j for j in jobs if state[(j[0], j[1])]["status"] in ("timeout", "error")]
+        again = [p for p in pairs if state[p]["status"] in ("timeout", "error")]
         if again:
             out(f"[grade] grading {len(again)} timeout/error submission(s) once more")
             run(again, "retry")
-        pool.close()
+        runner.close()
+        runner = None
     except KeyboardInterrupt:
-        pool.terminate()
-        out(f"[grade] interrupted: {n_done}/{len(jobs)} journaled; run `grade` again to "
-            "finish the rest")
+        out(f"[grade] interrupted: {n_done}/{len(pairs)} journaled; run `grade` again to "
+            "finish the rest (it grades only what is not journaled yet)")
         raise
     finally:
-        pool.join()
+        if runner is not None:
+            runner.abort()
+        distmod.restore_logging(saved_logging)
         shutil.rmtree(status_dir, ignore_errors=True)
     return asked_entries()

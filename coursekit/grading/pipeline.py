@@ -67,23 +67,45 @@ def register_assignments(root: Path, aids) -> list:
 
 
 def grade(root: Path, assignments=None, students=None, workers=None, regrade=False,
-          out=print) -> dict:
-    """Pre-check and autograde in parallel (see :mod:`coursekit.grading.grader`)."""
+          out=print, **options) -> dict:
+    """Pre-check and autograde (see :mod:`coursekit.grading.grader`; ``options`` such as
+    ``executor`` and ``scheduler`` go to it), then flag in the gradebook every submission
+    that could not be scored and unflag those graded now
+    (:func:`coursekit.grading.statuses.apply`). Returns the journal entries of the
+    submissions asked about."""
     from . import grader
+    from . import statuses
 
-    return grader.grade(root, assignments, students, workers=workers, regrade=regrade, out=out)
+    results = grader.grade(root, assignments, students, workers=workers, regrade=regrade,
+                           out=out, **options)
+    statuses.apply(Path(root).resolve(), results, out=out)
+    return results
 
 
 def feedback(root: Path, assignments=None, show_hidden=False) -> list:
     """``nbgrader generate_feedback`` for each graded assignment; the feedback HTML paths.
 
     Hidden-test code and tracebacks are stripped (``nbgrader_config.py``) unless
-    ``show_hidden`` (e.g. after the deadline)."""
-    aids = sorted({aid for _, aid in submissions(root, assignments)})
+    ``show_hidden`` (e.g. after the deadline). A submission that could not be graded gets
+    its status page (placeholder in autograded/, :mod:`coursekit.grading.statuses`), and
+    every feedback folder the files ``nbgrader release_feedback`` needs
+    (:func:`coursekit.grading.feedback.ensure_release_files`)."""
+    from . import statuses
+    from .feedback import ensure_release_files
+    from .journal import Journal
+
+    present = submissions(root, assignments)
+    aids = sorted({aid for _, aid in present})
+    if gbmod.exists(db_url(root)):  # flags and placeholders of the journal, if any is missing
+        entries = Journal(db_url(root), create=False).entries(present)
+        statuses.apply(Path(root).resolve(), entries, out=lambda *_: None)
     env = {"COURSEKIT_SHOW_HIDDEN_TESTS": "1" if show_hidden else "0"}
     for aid in aids:
         if any((root / "autograded").glob(f"*/{aid}/*.ipynb")):
             buildmod.run_nbgrader(root, "generate_feedback", aid, "--force", env=env)
+        for folder in sorted((root / "feedback").glob(f"*/{aid}")):
+            if folder.is_dir() and any(folder.glob("*.html")):
+                ensure_release_files(folder)
     return sorted((root / "feedback").glob("*/*/*.html"))
 
 

@@ -4,8 +4,9 @@ Each (student, assignment) row has a status: ``graded``, ``timeout`` (a cell or 
 whole notebook ran past its limit), ``error`` (the notebook could not be graded:
 kernel died or exited), ``rejected`` (the pre-check refused the file), or
 ``missing`` (nothing submitted). A row carries a score only when the gradebook holds
-a real grade for it (``graded``, or ``timeout`` of single cells); the others carry
-the reason instead, never a 0.
+a real grade for it (``graded``, ``timeout`` of single cells, or a flagged submission an
+instructor has graded by hand in formgrader); the others carry the reason instead, never
+a 0. ``nbgrader export`` writes the same statuses (:mod:`coursekit.grading.export`).
 """
 
 from __future__ import annotations
@@ -44,9 +45,12 @@ def read_rows(db_url: str, outcomes: dict | None = None) -> list:
     the grading run (errors, timeouts, pre-check rejections); a graded submission
     without such an entry is ``graded``.
     """
+    from .statuses import flag_states
+
     outcomes = outcomes or {}
     rows = []
     with _gradebook(db_url) as gb:
+        flags = flag_states(gb)  # submissions flagged for a manual grade, and resolved ones
         students = sorted({s.id for s in gb.students} | {s for s, _ in outcomes})
         for assignment in sorted(gb.assignments, key=lambda a: a.name):
             max_score = float(assignment.max_score)
@@ -64,7 +68,11 @@ def read_rows(db_url: str, outcomes: dict | None = None) -> list:
                 if status == "graded" and not graded:  # a stale journal: never a crash or a 0
                     status, reason = "missing", ("the journal says graded but the gradebook "
                                                  "has no grade; run `grade` again")
-                if not graded or not info.get("scored", status == "graded"):
+                resolved = graded and flags.get(key) == "resolved"
+                if resolved:  # an instructor graded it by hand in formgrader
+                    reason = "graded by hand after: " + reason
+                elif not graded or not info.get("scored", status == "graded") \
+                        or flags.get(key) == "pending":
                     score = None  # an error is never shown as a score of 0
                 rows.append(Row(student_id, assignment.name, status, score, max_score, reason))
     return rows
