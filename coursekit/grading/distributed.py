@@ -157,11 +157,15 @@ def safe_relpath(rel: str) -> str:
 
 def write_tree(folder: Path, files) -> None:
     """Replace ``folder`` with exactly ``files`` (``[(relpath, bytes)]`` or a dict)."""
-    folder = Path(folder)
     shutil.rmtree(folder, ignore_errors=True)
+    add_files(folder, files)
+
+
+def add_files(folder: Path, files) -> None:
+    """Write ``files`` (``[(relpath, bytes)]`` or a dict) under ``folder``, keeping the rest."""
     items = files.items() if isinstance(files, dict) else files
     for rel, data in items:
-        path = folder / safe_relpath(rel)
+        path = Path(folder) / safe_relpath(rel)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
 
@@ -233,10 +237,7 @@ def _course(course: CourseFiles):
     if _PLACED.get((root, course.assignment)) != course.files_key:
         for folder in ASSIGNMENT_FOLDERS:
             shutil.rmtree(root / folder / course.assignment, ignore_errors=True)
-        for rel, data in course.files:
-            path = root / safe_relpath(rel)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+        add_files(root, course.files)
         _PLACED[(root, course.assignment)] = course.files_key
     return cached
 

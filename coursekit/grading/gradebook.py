@@ -292,3 +292,36 @@ def config_db_url(root) -> str:
         raise SystemExit(2) from None
     alembic_on_path()
     return url
+
+
+def ensure_table(url: str, metadata, name: str) -> None:
+    """Create the course's table ``name`` (from ``metadata``) in the gradebook if missing.
+
+    In a brand-new database nbgrader's own tables come first: nbgrader stamps its schema
+    version only into a database that has no table at all, and must not mistake ours for
+    an older gradebook. Another process may create the table between our check and our
+    CREATE: that is not an error."""
+    import time
+
+    from sqlalchemy import inspect
+    from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+
+    eng = engine(url)
+    try:
+        names = inspect(eng).get_table_names()
+    except OperationalError as exc:
+        raise unavailable(url, exc) from None
+    if name in names:
+        return
+    if not names:
+        open_gradebook(url).close()
+    for attempt in range(5):
+        try:
+            metadata.create_all(eng, checkfirst=True)
+            return
+        except (IntegrityError, ProgrammingError, OperationalError):
+            if inspect(eng).has_table(name):
+                return
+            if attempt == 4:
+                raise
+            time.sleep(0.2 * (attempt + 1))

@@ -31,6 +31,7 @@ import shutil
 import socket
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from . import distributed as distmod
@@ -194,7 +195,6 @@ class _Pool:
         ctx = multiprocessing.get_context("spawn")
         self.pool = ctx.Pool(workers, initializer=distmod.pool_init,
                              initargs=(courses, str(scratch)))
-        self.where = f"{workers} worker(s) (local multiprocessing pool)"
 
     def results(self, subs):
         return self.pool.imap_unordered(distmod.pool_grade, subs)
@@ -224,8 +224,6 @@ class _Dask:
 
     def __init__(self, workers: int, courses: dict, scheduler: str | None = None,
                  connect_timeout: float = 30, wait_workers: float = 120):
-        import uuid
-
         from distributed import Client
 
         self.cluster, self.courses, self.scheduler = None, courses, scheduler
@@ -246,15 +244,12 @@ class _Dask:
         else:
             self.cluster = distmod.local_cluster(workers)
             self.client = Client(self.cluster)
-            self.where = f"{workers} worker(s) (Dask LocalCluster)"
         self.run_id = uuid.uuid4().hex[:8]
         self.shipped = {aid: self.client.submit(distmod.course_on_worker, c, pure=False,
                                                 key=f"course-{aid}-{self.run_id}")
                         for aid, c in courses.items()}
 
     def _submit(self, sub, course=None):
-        import uuid
-
         return self.client.submit(distmod.grade_submission,
                                   course if course is not None else self.shipped[sub.assignment],
                                   sub, pure=False,

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from sqlalchemy import (Boolean, Column, DateTime, Float, MetaData, String, Table, Text,
                         delete, inspect, select)
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from . import gradebook as gbmod
 
@@ -122,24 +122,7 @@ class Journal:
         has no table at all, and must not mistake ours for an older gradebook."""
         if self._ready:
             return
-        try:
-            names = inspect(self.engine).get_table_names()
-        except OperationalError as exc:
-            raise gbmod.unavailable(self.url, exc) from None
-        if TABLE not in names:
-            if not names:
-                gbmod.open_gradebook(self.url).close()
-            for attempt in range(5):
-                try:
-                    metadata.create_all(self.engine, checkfirst=True)
-                    break
-                except (IntegrityError, ProgrammingError, OperationalError):
-                    # another process created it between our check and our CREATE
-                    if inspect(self.engine).has_table(TABLE):
-                        break
-                    if attempt == 4:
-                        raise
-                    time.sleep(0.2 * (attempt + 1))
+        gbmod.ensure_table(self.url, metadata, TABLE)
         self._ready = True
 
     def _exists(self) -> bool:

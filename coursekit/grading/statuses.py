@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import Column, DateTime, MetaData, String, Table, Text, delete, inspect, select
-from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from . import gradebook as gbmod
 from .precheck import MAX_BYTES, STUDENT_ID, intake_problem, nbgrader_meta
@@ -203,14 +202,7 @@ def with_ours(comment: str | None, ours: str) -> str:
 
 
 def _ensure_table(url: str) -> None:
-    eng = gbmod.engine(url)
-    if inspect(eng).has_table(TABLE):
-        return
-    try:
-        metadata.create_all(eng, checkfirst=True)
-    except (IntegrityError, ProgrammingError, OperationalError):
-        if not inspect(eng).has_table(TABLE):  # not a racing creator: a real error
-            raise
+    gbmod.ensure_table(url, metadata, TABLE)
 
 
 def flag_rows(url: str, assignment: str | None = None) -> dict:
